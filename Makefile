@@ -1,0 +1,47 @@
+# lmscore — thin wrapper over CMake.
+#   make run    install missing Debian packages, build, make the demo model, serve on :50051
+#   make test   the whole test suite, built with clang + ASan/UBSan (+ libFuzzer targets)
+#   make bench  the benchmarks (release build); results go to docs/benchmarks.md by hand
+BUILD      ?= build
+TEST_BUILD ?= build-test
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+LISTEN     ?= 0.0.0.0:50051
+MODEL      ?= $(BUILD)/models/tiny-qwen3.gguf
+
+.PHONY: all deps test-deps build models run test bench format clean
+
+all: build
+
+deps:
+	@sh scripts/install-deps.sh
+
+test-deps:
+	@sh scripts/install-deps.sh --test
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+models: build
+	cmake --build $(BUILD) --target models
+
+run: models
+	exec $(BUILD)/service/lmscored --model $(MODEL) --listen $(LISTEN)
+
+test: test-deps
+	CC=clang cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DLMSCORE_SANITIZE=ON -DLMSCORE_FUZZ=ON >/dev/null
+	cmake --build $(TEST_BUILD) -j $(JOBS)
+	cmake --build $(TEST_BUILD) --target models
+	cd $(TEST_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS) --timeout 1200
+
+bench: test-deps build models
+	cmake --build $(BUILD) --target bench
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(TEST_BUILD)

