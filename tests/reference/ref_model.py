@@ -203,6 +203,12 @@ class _Consumed:
             raise ValueError(f"tensors not used by the architecture: {sorted(self.unread)}")
 
 
+def _supported_arch(arch, where):
+    if arch not in ARCHS:
+        raise ValueError(f"{where}: architecture {arch} not supported")
+    return arch
+
+
 def load_model(path):
     """A GGUF file or a Hugging Face directory."""
     if os.path.isdir(path):
@@ -258,9 +264,7 @@ _GGUF_LAYER_NAMES = {
 def _load_gguf(path):
     g = GGUFFile(path)
     md = g.metadata
-    arch = md["general.architecture"]
-    if arch not in ARCHS:
-        raise ValueError(f"{path}: architecture {arch} not supported")
+    arch = _supported_arch(md["general.architecture"], path)
 
     def key(k, default=None):
         full = f"{arch}.{k}"
@@ -335,9 +339,7 @@ def _hf_inv_freq(cfg, head_dim):
 def _load_hf(directory):
     ck_file = HFCheckpoint(directory)
     cfg = ck_file.config
-    arch = cfg["model_type"]
-    if arch not in ARCHS:
-        raise ValueError(f"{directory}: model_type {arch} not supported")
+    arch = _supported_arch(cfg["model_type"], directory)
     n_heads = int(cfg["num_attention_heads"])
     d_model = int(cfg["hidden_size"])
     head_dim = int(cfg.get("head_dim") or d_model // n_heads)
