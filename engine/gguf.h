@@ -52,9 +52,9 @@ typedef struct {
 typedef struct {
     gguf_str name;
     uint32_t n_dims;
-    uint64_t ne[4];     /* ne[0] is the fastest-varying (row length) */
-    uint32_t type;      /* a ggml_type; others are reported, not read */
-    const void *data;   /* into the mapping, aligned per general.alignment */
+    uint64_t ne[4];   /* ne[0] is the fastest-varying (row length) */
+    uint32_t type;    /* a ggml_type; others are reported, not read */
+    const void *data; /* into the mapping, aligned per general.alignment */
     uint64_t n_bytes;
     uint64_t n_elements;
 } gguf_tensor;
@@ -90,9 +90,17 @@ lms_status gguf_get_array_str(const gguf_file *f, const char *key, uint64_t i, g
 lms_status gguf_get_array_data(const gguf_file *f, const char *key, const void **data,
                                lms_error *err);
 
+/* Enumeration of the metadata, in file order (i < gguf_kv_count). */
+uint64_t gguf_kv_count(const gguf_file *f);
+gguf_str gguf_kv_key(const gguf_file *f, uint64_t i);
+gguf_value_type gguf_kv_type(const gguf_file *f, uint64_t i);
+
 /* Tensors. */
 uint64_t gguf_tensor_count(const gguf_file *f);
 const gguf_tensor *gguf_tensor_at(const gguf_file *f, uint64_t i);
 const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name); /* NULL if absent */
+
+/* "f32", "q4_K", ... for any ggml type id; "unknown" for ids ggml never had. */
+const char *gguf_ggml_type_name(uint32_t type);
 
 #endif

@@ -1,0 +1,22 @@
+/*
+ * file_map.h — a whole file mapped read-only (MAP_PRIVATE, PROT_READ), for
+ * the model file parsers, which serve tensors and strings straight from the
+ * mapping instead of copying them.
+ */
+#ifndef LMS_FILE_MAP_H
+#define LMS_FILE_MAP_H
+
+#include <stddef.h>
+
+#include "status.h"
+
+typedef struct {
+    const unsigned char *data; /* NULL for an empty file */
+    size_t size;
+} lms_file_map;
+
+/* A regular file only; an empty one maps to (NULL, 0). */
+lms_status lms_file_map_open(const char *path, lms_file_map *map, lms_error *err);
+void lms_file_map_close(lms_file_map *map);
+
+#endif

@@ -1,0 +1,30 @@
+/*
+ * tensor_convert.h — widening stored weights to f32: F16, BF16 and Q8_0
+ * (ggml's blocks of 32 int8 values sharing one f16 scale, 34 bytes each),
+ * and F32 itself (a copy, for data that is not 4-byte aligned in its file).
+ *
+ * Sources may sit at any byte address. Conversion runs in parallel (OpenMP)
+ * and the inner loops are plain loops the compiler vectorises.
+ */
+#ifndef LMS_TENSOR_CONVERT_H
+#define LMS_TENSOR_CONVERT_H
+
+#include <stddef.h>
+
+typedef enum {
+    LMS_DTYPE_F32,
+    LMS_DTYPE_F16,
+    LMS_DTYPE_BF16,
+    LMS_DTYPE_Q8_0,
+} lms_dtype;
+
+#define LMS_Q8_0_BLOCK       32
+#define LMS_Q8_0_BLOCK_BYTES 34
+
+const char *lms_dtype_name(lms_dtype type);
+
+/* Converts n elements of src into dst (n a multiple of LMS_Q8_0_BLOCK for
+ * Q8_0). */
+void lms_convert_to_f32(lms_dtype type, const void *src, float *dst, size_t n);
+
+#endif
