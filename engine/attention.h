@@ -1,0 +1,55 @@
+/*
+ * attention.h — multi-head (GQA) attention over a batch of rows whose
+ * visibility is described by segments, never by a T×T matrix (except in the
+ * dense-mask mode, which exists as the baseline).
+ *
+ * A batch is: rows [0, prefix_rows) — a causal prefix — then segments
+ * [seg_begin[s], seg_end[s]). Row r of the prefix sees cached rows (a KV
+ * prefix from an earlier pass) and batch rows [0, r]. Row r of segment s sees
+ * the cached rows, batch rows [0, prefix_rows) and [seg_begin[s], r]. Rows in
+ * no segment (alignment padding) see nothing and produce zeros.
+ *
+ * One segment and no prefix is a plain causal sequence; no prefix and many
+ * segments is a batch of independent sequences; a prefix and many segments is
+ * a packed multi-item request; cached rows and segments are an extend.
+ */
+#ifndef LMS_ATTENTION_H
+#define LMS_ATTENTION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+typedef struct {
+    int32_t n_rows;
+    int32_t prefix_rows;
+    int32_t n_segments;
+    const int32_t *seg_begin; /* ascending, seg_begin[0] >= prefix_rows */
+    const int32_t *seg_end;   /* seg_end[s] <= seg_begin[s+1] */
+    bool dense_mask;          /* materialise the T×T mask and attend through it */
+} attn_layout;
+
+typedef struct {
+    int32_t n_heads, n_kv_heads, head_dim;
+    int32_t block_rows; /* query rows per work item: a multiple of the BLAS row period */
+} attn_geometry;
+
+typedef struct attn_plan attn_plan;
+
+/* Splits the batch into row blocks (once per forward pass; reused per layer).
+ * Fails with LMS_ERR_INVALID_ARGUMENT (reason NULL) on an inconsistent layout. */
+lms_status attn_plan_create(const attn_layout *layout, const attn_geometry *geo,
+                            int32_t cached_rows, attn_plan **out, lms_error *err);
+void attn_plan_free(attn_plan *plan);
+/* Bytes of scratch the plan's attention needs (for the memory accounting). */
+size_t attn_plan_scratch_bytes(const attn_plan *plan);
+
+/* out[r] = attention of q[r] over the visible keys. q and out are
+ * [n_rows × n_heads*head_dim]; k, v are [n_rows × n_kv_heads*head_dim];
+ * ck, cv are the cached rows (cached_rows × kv_dim, may be NULL when 0). */
+lms_status attn_run(const attn_plan *plan, const float *q, const float *k, const float *v,
+                    const float *ck, const float *cv, float *out, lms_error *err);
+
+#endif

@@ -1,0 +1,161 @@
+/*
+ * engine.c — opening and closing an engine: the model, its tokenizer, the
+ * options, the BLAS row-period probe and the prefix cache.
+ */
+#include "engine_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blas_probe.h"
+#include "gguf.h"
+
+static const char *const ALGORITHM_NAMES[] = {
+    [LMS_ALGO_AUTO] = "auto",
+    [LMS_ALGO_SERIAL] = "serial",
+    [LMS_ALGO_PACKED_DENSE] = "packed_dense",
+    [LMS_ALGO_PACKED_SEGMENT] = "packed_segment",
+    [LMS_ALGO_PREFILL_EXTEND] = "prefill_extend",
+};
+
+const char *lms_algorithm_name(lms_algorithm algo)
+{
+    if ((unsigned)algo < sizeof ALGORITHM_NAMES / sizeof *ALGORITHM_NAMES)
+        return ALGORITHM_NAMES[algo];
+    return "unknown";
+}
+
+bool lms_algorithm_parse(const char *name, lms_algorithm *out)
+{
+    for (unsigned i = 0; i < sizeof ALGORITHM_NAMES / sizeof *ALGORITHM_NAMES; i++)
+        if (strcmp(name, ALGORITHM_NAMES[i]) == 0) {
+            *out = (lms_algorithm)i;
+            return true;
+        }
+    return false;
+}
+
+void lms_engine_options_default(lms_engine_options *opt)
+{
+    memset(opt, 0, sizeof *opt);
+    opt->algorithm = LMS_ALGO_AUTO;
+    opt->max_packed_tokens = 8192;
+    opt->dense_mask_max_tokens = 8192;
+    opt->prefix_cache_bytes = (size_t)256 << 20;
+    opt->delimiter = -1;
+    opt->max_items = 10000;
+    opt->max_sequence_tokens = 0; /* the model's context length */
+}
+
+static lms_status check_options(const lms_engine_options *o, const lms_model_config *c,
+                                lms_error *err)
+{
+    if (o->max_packed_tokens < 16)
+        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, NULL, "max_packed_tokens",
+                        "max_packed_tokens must be at least 16 (got %d)", o->max_packed_tokens);
+    if (o->dense_mask_max_tokens < 0 || o->max_items < 1 || o->max_sequence_tokens < 0)
+        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, NULL, NULL,
+                        "limits must be positive (max_items %d, max_sequence_tokens %d)",
+                        o->max_items, o->max_sequence_tokens);
+    if (o->delimiter >= c->vocab_size)
+        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "token_id_exceeds_vocab", "delimiter",
+                        "delimiter %d is outside the vocabulary (%d tokens)", o->delimiter,
+                        c->vocab_size);
+    if (c->head_dim > 1024 || c->head_dim % 2)
+        return lms_fail(err, LMS_ERR_UNSUPPORTED, NULL, NULL,
+                        "head_dim %d: must be even and at most 1024", c->head_dim);
+    return LMS_OK;
+}
+
+static lms_status load_tokenizer(lms_model *m, lms_tokenizer **tok, lms_error *err)
+{
+    *tok = NULL;
+    if (m->gguf) {
+        if (!gguf_has_key(m->gguf, "tokenizer.ggml.model")) return LMS_OK;
+        return lms_tokenizer_load_gguf(m->gguf, tok, err);
+    }
+    if (m->hf_dir) {
+        size_t n = strlen(m->hf_dir) + sizeof "/tokenizer.json";
+        char *path = malloc(n);
+        if (!path) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory");
+        snprintf(path, n, "%s/tokenizer.json", m->hf_dir);
+        FILE *f = fopen(path, "rb");
+        free(path);
+        if (!f) return LMS_OK;
+        fclose(f);
+        return lms_tokenizer_load_hf(m->hf_dir, tok, err);
+    }
+    return LMS_OK;
+}
+
+lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt, lms_engine **out,
+                           lms_error *err)
+{
+    *out = NULL;
+    lms_engine *e = calloc(1, sizeof *e);
+    if (!e) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory");
+    if (opt)
+        e->opt = *opt;
+    else
+        lms_engine_options_default(&e->opt);
+
+    lms_status st = lms_model_load(model_path, &e->model, err);
+    if (st != LMS_OK) goto fail;
+    const lms_model_config *c = &e->model->cfg;
+    if (e->opt.max_sequence_tokens == 0) e->opt.max_sequence_tokens = c->context_length;
+    st = check_options(&e->opt, c, err);
+    if (st != LMS_OK) goto fail;
+    st = load_tokenizer(e->model, &e->tokenizer, err);
+    if (st != LMS_OK) {
+        lms_fail_context(err, "tokenizer of %s", model_path);
+        goto fail;
+    }
+
+    const int32_t qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
+    const blas_probe_shape shapes[] = {
+        {c->d_model, qd, 1},      {c->d_model, kvd, 1},
+        {qd, c->d_model, 1},      {c->d_model, c->d_ff, 1},
+        {c->d_ff, c->d_model, 1}, {c->head_dim, 96, 1}, /* attention scores: Q · Kᵀ */
+        {96, c->head_dim, 0},                           /* attention output: P · V */
+    };
+    st = blas_row_period(shapes, (int)(sizeof shapes / sizeof *shapes), &e->row_period, err);
+    if (st != LMS_OK) goto fail;
+    e->tune.block_rows = (64 + e->row_period - 1) / e->row_period * e->row_period;
+    e->tune.head_chunk = 32;
+
+    e->cache = prefix_cache_create(e->opt.prefix_cache_bytes);
+    if (!e->cache) {
+        st = lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory");
+        goto fail;
+    }
+    *out = e;
+    return LMS_OK;
+fail:
+    lms_engine_close(e);
+    return st;
+}
+
+void lms_engine_close(lms_engine *e)
+{
+    if (!e) return;
+    prefix_cache_free(e->cache);
+    lms_tokenizer_free(e->tokenizer);
+    lms_model_free(e->model);
+    free(e);
+}
+
+const lms_model_config *lms_engine_model_config(const lms_engine *e)
+{
+    return &e->model->cfg;
+}
+
+const lms_engine_options *lms_engine_options_get(const lms_engine *e)
+{
+    return &e->opt;
+}
+
+const lms_tokenizer *lms_engine_tokenizer(const lms_engine *e)
+{
+    return e->tokenizer;
+}

@@ -1,0 +1,21 @@
+/*
+ * engine_internal.h — what the engine's modules share about an open engine.
+ * Not part of the public API (lmscore.h).
+ */
+#ifndef LMS_ENGINE_INTERNAL_H
+#define LMS_ENGINE_INTERNAL_H
+
+#include "forward.h"
+#include "lmscore.h"
+#include "prefix_cache.h"
+
+struct lms_engine {
+    lms_model *model;
+    lms_tokenizer *tokenizer; /* NULL when the checkpoint has none */
+    lms_engine_options opt;
+    int32_t row_period; /* BLAS row period: segments start at multiples */
+    forward_tuning tune;
+    prefix_cache *cache;
+};
+
+#endif

@@ -1,0 +1,208 @@
+/*
+ * forward.c — the transformer forward pass (llama, qwen2, qwen3).
+ *
+ *   x = embed(tokens)
+ *   per layer:  h = rmsnorm(x); q,k,v = h·Wᵀ (+bias) ; q,k per-head norm
+ *               (qwen3) ; RoPE ; x += attention(q,k,v)·Woᵀ
+ *               h = rmsnorm(x); x += (silu(h·Wgᵀ) ⊙ h·Wuᵀ)·Wdᵀ
+ *   score rows: rmsnorm → LM head → log-softmax → label columns
+ *
+ * Every projection is one sgemm over all rows of the batch. The per-row
+ * loops run under OpenMP; OpenBLAS (OpenMP flavour) shares the same pool.
+ */
+#include "forward.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "vec.h"
+
+/* y[rows × n] (=|+=) x[rows × k] · W[n × k]ᵀ */
+static void project(const float *x, int32_t rows, int32_t k, const float *w, int32_t n, float beta,
+                    float *y)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, k, 1.0f, x, k, w, k, beta, y, n);
+}
+
+static void add_bias(float *y, int32_t rows, const float *bias, int32_t n)
+{
+    if (!bias) return;
+#pragma omp parallel for
+    for (int32_t r = 0; r < rows; r++)
+        vec_add(y + (size_t)r * n, bias, n);
+}
+
+static void rmsnorm_rows(float *y, const float *x, int32_t rows, const float *w, int32_t n,
+                         float eps)
+{
+#pragma omp parallel for
+    for (int32_t r = 0; r < rows; r++)
+        vec_rmsnorm(y + (size_t)r * n, x + (size_t)r * n, w, n, eps);
+}
+
+/* Per-head RMSNorm (qwen3) then RoPE on [rows × heads*hd]. */
+static void norm_and_rope(const lms_model_config *c, float *x, int32_t rows, int32_t heads,
+                          const float *head_norm, const int32_t *pos, const float *inv_freq)
+{
+    const int32_t hd = c->head_dim, half = hd / 2;
+#pragma omp parallel for
+    for (int32_t r = 0; r < rows; r++) {
+        float angle_cos[512], angle_sin[512]; /* head_dim <= 1024 checked at open */
+        float p = (float)pos[r] / c->rope_scale_linear;
+        for (int32_t i = 0; i < half; i++) {
+            double a = (double)p * inv_freq[i];
+            angle_cos[i] = (float)cos(a);
+            angle_sin[i] = (float)sin(a);
+        }
+        for (int32_t h = 0; h < heads; h++) {
+            float *v = x + (size_t)r * heads * hd + (size_t)h * hd;
+            if (head_norm) vec_rmsnorm(v, v, head_norm, hd, c->rms_eps);
+            for (int32_t i = 0; i < half; i++) {
+                int32_t i0 = c->rope_pairing == LMS_ROPE_NEOX ? i : 2 * i;
+                int32_t i1 = c->rope_pairing == LMS_ROPE_NEOX ? i + half : 2 * i + 1;
+                float a = v[i0], b = v[i1];
+                v[i0] = a * angle_cos[i] - b * angle_sin[i];
+                v[i1] = a * angle_sin[i] + b * angle_cos[i];
+            }
+        }
+    }
+}
+
+size_t forward_activation_bytes(const lms_model_config *c, int32_t n_rows)
+{
+    size_t q = (size_t)c->n_heads * c->head_dim, kv = (size_t)c->n_kv_heads * c->head_dim;
+    size_t per_row = 2 * (size_t)c->d_model + 2 * q + 2 * kv + 2 * (size_t)c->d_ff;
+    return per_row * n_rows * sizeof(float);
+}
+
+/* log-softmax over the vocabulary at each of rows, keeping only the labels. */
+static void label_logprobs(const lms_model_config *c, const float *logits, int32_t rows,
+                           const int32_t *labels, int32_t n_labels, float *out)
+{
+    const int32_t v = c->vocab_size;
+#pragma omp parallel for
+    for (int32_t r = 0; r < rows; r++) {
+        const float *l = logits + (size_t)r * v;
+        float mx = -INFINITY;
+        for (int32_t i = 0; i < v; i++)
+            mx = l[i] > mx ? l[i] : mx;
+        double sum = 0.0;
+        for (int32_t i = 0; i < v; i++)
+            sum += exp((double)l[i] - mx);
+        double lse = mx + log(sum);
+        for (int32_t j = 0; j < n_labels; j++)
+            out[(size_t)r * n_labels + j] = (float)((double)l[labels[j]] - lse);
+    }
+}
+
+static lms_status score_rows(const lms_model *m, const forward_tuning *tune, const float *x,
+                             const forward_batch *b, lms_error *err)
+{
+    const lms_model_config *c = &m->cfg;
+    const int32_t d = c->d_model, chunk = tune->head_chunk;
+    float *h = lms_alloc((size_t)chunk * d * sizeof(float));
+    float *logits = lms_alloc((size_t)chunk * c->vocab_size * sizeof(float));
+    if (!h || !logits) {
+        lms_free(h);
+        lms_free(logits);
+        return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for the LM head");
+    }
+    for (int32_t s0 = 0; s0 < b->n_score_rows; s0 += chunk) {
+        int32_t n = b->n_score_rows - s0 < chunk ? b->n_score_rows - s0 : chunk;
+        for (int32_t i = 0; i < n; i++)
+            vec_rmsnorm(h + (size_t)i * d, x + (size_t)b->score_rows[s0 + i] * d, m->output_norm, d,
+                        c->rms_eps);
+        project(h, n, d, m->output, c->vocab_size, 0.0f, logits);
+        label_logprobs(c, logits, n, b->labels, b->n_labels,
+                       b->label_logprobs + (size_t)s0 * b->n_labels);
+    }
+    lms_free(h);
+    lms_free(logits);
+    return LMS_OK;
+}
+
+lms_status forward_run(const lms_model *m, const forward_tuning *tune, const forward_batch *b,
+                       lms_error *err)
+{
+    const lms_model_config *c = &m->cfg;
+    const int32_t t = b->layout.n_rows, d = c->d_model, hd = c->head_dim;
+    const int32_t qd = c->n_heads * hd, kvd = c->n_kv_heads * hd, ff = c->d_ff;
+    const int32_t cached = b->cached ? b->cached->len : 0;
+
+    attn_geometry geo = {c->n_heads, c->n_kv_heads, hd, tune->block_rows};
+    attn_plan *plan = NULL;
+    lms_status st = attn_plan_create(&b->layout, &geo, cached, &plan, err);
+    if (st != LMS_OK) return st;
+
+    float *x = lms_alloc((size_t)t * d * sizeof(float));
+    float *h = lms_alloc((size_t)t * d * sizeof(float));
+    float *q = lms_alloc((size_t)t * qd * sizeof(float));
+    float *att = lms_alloc((size_t)t * qd * sizeof(float));
+    float *k = lms_alloc((size_t)t * kvd * sizeof(float));
+    float *v = lms_alloc((size_t)t * kvd * sizeof(float));
+    float *gate = lms_alloc((size_t)t * ff * sizeof(float));
+    float *up = lms_alloc((size_t)t * ff * sizeof(float));
+    float inv_freq[512];
+    if (!x || !h || !q || !att || !k || !v || !gate || !up) {
+        st = lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for a %d-row forward pass", t);
+        goto out;
+    }
+    for (int32_t i = 0; i < hd / 2; i++) {
+        double f = pow((double)c->rope_theta, -2.0 * i / hd);
+        if (c->rope_freq_factors) f /= c->rope_freq_factors[i];
+        inv_freq[i] = (float)f;
+    }
+#pragma omp parallel for
+    for (int32_t r = 0; r < t; r++)
+        memcpy(x + (size_t)r * d, m->tok_embd + (size_t)b->tokens[r] * d, d * sizeof(float));
+
+    for (int32_t l = 0; l < c->n_layers; l++) {
+        if (b->should_stop && b->should_stop(b->stop_ctx)) {
+            st = lms_fail(err, LMS_ERR_CANCELLED, NULL, NULL, "cancelled");
+            goto out;
+        }
+        const lms_layer_weights *w = &m->layers[l];
+        rmsnorm_rows(h, x, t, w->attn_norm, d, c->rms_eps);
+        project(h, t, d, w->wq, qd, 0.0f, q);
+        project(h, t, d, w->wk, kvd, 0.0f, k);
+        project(h, t, d, w->wv, kvd, 0.0f, v);
+        add_bias(q, t, w->bq, qd);
+        add_bias(k, t, w->bk, kvd);
+        add_bias(v, t, w->bv, kvd);
+        norm_and_rope(c, q, t, c->n_heads, w->q_norm, b->positions, inv_freq);
+        norm_and_rope(c, k, t, c->n_kv_heads, w->k_norm, b->positions, inv_freq);
+        if (b->capture) {
+            int32_t n = b->layout.prefix_rows;
+            memcpy(kv_prefix_k(b->capture, l), k, (size_t)n * kvd * sizeof(float));
+            memcpy(kv_prefix_v(b->capture, l), v, (size_t)n * kvd * sizeof(float));
+        }
+        st = attn_run(plan, q, k, v, cached ? kv_prefix_k(b->cached, l) : NULL,
+                      cached ? kv_prefix_v(b->cached, l) : NULL, att, err);
+        if (st != LMS_OK) goto out;
+        project(att, t, qd, w->wo, d, 1.0f, x);
+
+        rmsnorm_rows(h, x, t, w->ffn_norm, d, c->rms_eps);
+        project(h, t, d, w->w_gate, ff, 0.0f, gate);
+        project(h, t, d, w->w_up, ff, 0.0f, up);
+#pragma omp parallel for
+        for (int32_t r = 0; r < t; r++)
+            vec_swiglu(gate + (size_t)r * ff, up + (size_t)r * ff, (size_t)ff);
+        project(gate, t, ff, w->w_down, d, 1.0f, x);
+    }
+    if (b->capture) b->capture->len = b->layout.prefix_rows;
+    st = score_rows(m, tune, x, b, err);
+out:
+    attn_plan_free(plan);
+    lms_free(x);
+    lms_free(h);
+    lms_free(q);
+    lms_free(att);
+    lms_free(k);
+    lms_free(v);
+    lms_free(gate);
+    lms_free(up);
+    return st;
+}

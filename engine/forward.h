@@ -1,0 +1,47 @@
+/*
+ * forward.h — one pass of a batch of rows through the transformer, ending in
+ * the log-probabilities of the label tokens at the rows that are scored.
+ *
+ * Rows carry their own token and RoPE position; which rows each row may see
+ * is an attn_layout (attention.h). Only score rows go through the final norm
+ * and the LM head, in chunks, with a full-vocabulary log-softmax per row.
+ */
+#ifndef LMS_FORWARD_H
+#define LMS_FORWARD_H
+
+#include <stdint.h>
+
+#include "attention.h"
+#include "kv_prefix.h"
+#include "model.h"
+#include "status.h"
+
+typedef struct {
+    attn_layout layout;       /* n_rows, prefix, segments, dense_mask */
+    const int32_t *tokens;    /* [n_rows] */
+    const int32_t *positions; /* [n_rows] */
+    const kv_prefix *cached;  /* rows before the batch, visible to all; or NULL */
+    kv_prefix *capture;       /* receives the K/V of rows [0, prefix_rows); or NULL */
+
+    int32_t n_score_rows;
+    const int32_t *score_rows; /* batch row indices */
+    int32_t n_labels;
+    const int32_t *labels;
+    float *label_logprobs; /* out: [n_score_rows × n_labels] */
+
+    int (*should_stop)(void *ctx); /* polled between layers; may be NULL */
+    void *stop_ctx;
+} forward_batch;
+
+typedef struct {
+    int32_t block_rows; /* attention rows per work item (multiple of the row period) */
+    int32_t head_chunk; /* score rows per LM-head sgemm */
+} forward_tuning;
+
+lms_status forward_run(const lms_model *m, const forward_tuning *tune, const forward_batch *b,
+                       lms_error *err);
+
+/* Bytes of activations forward_run allocates for a batch (for budgeting). */
+size_t forward_activation_bytes(const lms_model_config *cfg, int32_t n_rows);
+
+#endif

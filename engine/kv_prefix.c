@@ -1,0 +1,43 @@
+/*
+ * kv_prefix.c — allocation of per-layer prefix K/V (see kv_prefix.h).
+ */
+#include "kv_prefix.h"
+
+#include <stdlib.h>
+
+#include "alloc.h"
+
+lms_status kv_prefix_create(int32_t n_layers, int32_t kv_dim, int32_t capacity, kv_prefix **out,
+                            lms_error *err)
+{
+    *out = NULL;
+    kv_prefix *kv = calloc(1, sizeof *kv);
+    size_t n = (size_t)n_layers * (size_t)capacity * (size_t)kv_dim;
+    if (kv && n) {
+        kv->k = lms_alloc(n * sizeof(float));
+        kv->v = lms_alloc(n * sizeof(float));
+    }
+    if (!kv || !n || !kv->k || !kv->v) {
+        kv_prefix_free(kv);
+        return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for a %d-row KV prefix",
+                        capacity);
+    }
+    kv->n_layers = n_layers;
+    kv->kv_dim = kv_dim;
+    kv->capacity = capacity;
+    *out = kv;
+    return LMS_OK;
+}
+
+void kv_prefix_free(kv_prefix *kv)
+{
+    if (!kv) return;
+    lms_free(kv->k);
+    lms_free(kv->v);
+    free(kv);
+}
+
+size_t kv_prefix_bytes(const kv_prefix *kv)
+{
+    return 2 * (size_t)kv->n_layers * kv->capacity * kv->kv_dim * sizeof(float);
+}

@@ -1,0 +1,41 @@
+/*
+ * kv_prefix.h — the keys and values of a run of leading rows, for every layer.
+ *
+ * A forward pass can capture the K/V (after RoPE) of its causal prefix rows
+ * into one of these, and a later pass can attend to it as rows that come
+ * before all of its own: that is prefill+extend. The prefix cache keeps these
+ * keyed by token sequence.
+ */
+#ifndef LMS_KV_PREFIX_H
+#define LMS_KV_PREFIX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+typedef struct {
+    int32_t n_layers;
+    int32_t kv_dim;   /* n_kv_heads * head_dim */
+    int32_t capacity; /* rows allocated */
+    int32_t len;      /* rows filled */
+    float *k;         /* [n_layers][capacity][kv_dim] */
+    float *v;
+} kv_prefix;
+
+lms_status kv_prefix_create(int32_t n_layers, int32_t kv_dim, int32_t capacity, kv_prefix **out,
+                            lms_error *err);
+void kv_prefix_free(kv_prefix *kv);
+size_t kv_prefix_bytes(const kv_prefix *kv);
+
+static inline float *kv_prefix_k(const kv_prefix *kv, int32_t layer)
+{
+    return kv->k + (size_t)layer * kv->capacity * kv->kv_dim;
+}
+
+static inline float *kv_prefix_v(const kv_prefix *kv, int32_t layer)
+{
+    return kv->v + (size_t)layer * kv->capacity * kv->kv_dim;
+}
+
+#endif

@@ -1,0 +1,545 @@
+/*
+ * score.c — lms_engine_score: validate a request, build its token sequences,
+ * run the chosen algorithm, turn label log-probabilities into scores.
+ *
+ * Sequences are built in token space: prefix = query (+ delimiter in
+ * delimited mode), sequence_i = prefix ++ item_i (item_i ++ query with
+ * item_first). Every algorithm evaluates exactly these sequences:
+ *
+ *   serial          one forward pass per sequence
+ *   packed_*        prefix rows, then each item as a segment that sees the
+ *                   prefix and itself (dense: through a T×T mask)
+ *   prefill_extend  the prefix once (or from the prefix cache), then items
+ *                   in batches attending to the cached prefix KV
+ *
+ * Items start at rows that are multiples of the BLAS row period, so an
+ * item's numbers are bit-identical whatever the other items are.
+ */
+#include "engine_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "selector.h"
+
+typedef struct {
+    lms_engine *e;
+    const lms_score_request *req;
+    const lms_score_hooks *hooks;
+    int32_t *prefix; /* query (+ delimiter); owned */
+    int32_t prefix_len;
+    float *lp;       /* [n_items × n_labels] */
+    uint8_t *done;   /* [n_items] */
+    int32_t emitted; /* items [0, emitted) handed to on_items */
+    lms_score_result *res;
+} score_job;
+
+/* ---- validation ---------------------------------------------------------- */
+
+static lms_status check_ids(const int32_t *ids, int32_t n, int32_t vocab, const char *what,
+                            lms_error *err)
+{
+    for (int32_t i = 0; i < n; i++) {
+        if (ids[i] < 0)
+            return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "negative_token_id", what,
+                            "%s[%d] = %d: token ids must be non-negative", what, i, ids[i]);
+        if (ids[i] >= vocab)
+            return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "token_id_exceeds_vocab", what,
+                            "%s[%d] = %d: the vocabulary has %d tokens", what, i, ids[i], vocab);
+    }
+    return LMS_OK;
+}
+
+static int contains(const int32_t *ids, int32_t n, int32_t id)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (ids[i] == id) return 1;
+    return 0;
+}
+
+static lms_status validate(const lms_engine *e, const lms_score_request *r, lms_error *err)
+{
+    const int32_t vocab = e->model->cfg.vocab_size, delim = e->opt.delimiter;
+    char field[48];
+    if (r->n_labels <= 0 || !r->label_ids)
+        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "empty_label_token_ids", "label_token_ids",
+                        "label_token_ids must not be empty");
+    lms_status st = check_ids(r->label_ids, r->n_labels, vocab, "label_token_ids", err);
+    if (st != LMS_OK) return st;
+    if (r->n_items < 0 || (r->n_items > 0 && !r->items))
+        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, NULL, "items", "items is malformed");
+    if (r->n_items > e->opt.max_items)
+        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "too_many_items", "items",
+                        "%d items: the limit is %d", r->n_items, e->opt.max_items);
+    if (r->query.len < 0 || (r->query.len > 0 && !r->query.ids))
+        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, NULL, "query", "query is malformed");
+    st = check_ids(r->query.ids, r->query.len, vocab, "query", err);
+    if (st != LMS_OK) return st;
+    if (delim >= 0 && r->query.len == 0)
+        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "empty_query", "query",
+                        "delimited multi-item scoring needs a non-empty query");
+    if (delim >= 0 && contains(r->query.ids, r->query.len, delim))
+        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "delimiter_in_content", "query",
+                        "the query contains the delimiter token %d", delim);
+    const int32_t extra = r->query.len + (delim >= 0 ? 1 : 0);
+    for (int32_t i = 0; i < r->n_items; i++) {
+        const lms_tokens *it = &r->items[i];
+        snprintf(field, sizeof field, "items[%d]", i);
+        if (it->len < 0 || (it->len > 0 && !it->ids))
+            return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, NULL, field, "%s is malformed", field);
+        st = check_ids(it->ids, it->len, vocab, field, err);
+        if (st != LMS_OK) return st;
+        if (delim >= 0 && contains(it->ids, it->len, delim))
+            return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "delimiter_in_content", field,
+                            "%s contains the delimiter token %d", field, delim);
+        if (it->len + extra == 0)
+            return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "empty_query", "query",
+                            "%s and the query are both empty: there is no token to score at",
+                            field);
+        if ((int64_t)it->len + extra > e->opt.max_sequence_tokens)
+            return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "sequence_too_long", field,
+                            "query + %s is %d tokens: the limit is %d", field, it->len + extra,
+                            e->opt.max_sequence_tokens);
+    }
+    return LMS_OK;
+}
+
+/* ---- results ------------------------------------------------------------- */
+
+static void finish_item(score_job *j, int32_t i)
+{
+    const int32_t nl = j->req->n_labels;
+    const float *lp = j->lp + (size_t)i * nl;
+    float *sc = j->res->scores + (size_t)i * nl;
+    if (j->req->apply_softmax) {
+        float mx = -INFINITY;
+        for (int32_t k = 0; k < nl; k++)
+            mx = lp[k] > mx ? lp[k] : mx;
+        double sum = 0;
+        for (int32_t k = 0; k < nl; k++)
+            sum += exp((double)lp[k] - mx);
+        for (int32_t k = 0; k < nl; k++)
+            sc[k] = (float)(exp((double)lp[k] - mx) / sum);
+    } else {
+        for (int32_t k = 0; k < nl; k++)
+            sc[k] = (float)exp((double)lp[k]);
+    }
+    memcpy(j->res->logprobs + (size_t)i * nl, lp, (size_t)nl * sizeof(float));
+    j->done[i] = 1;
+}
+
+/* Hands the longest finished run of items after the last one emitted to the
+ * caller's on_items, in index order. */
+static lms_status emit_ready(score_job *j, lms_error *err)
+{
+    int32_t first = j->emitted;
+    while (j->emitted < j->req->n_items && j->done[j->emitted])
+        j->emitted++;
+    int32_t n = j->emitted - first;
+    const lms_score_hooks *h = j->hooks;
+    if (n == 0 || !h || !h->on_items) return LMS_OK;
+    const size_t off = (size_t)first * j->req->n_labels;
+    if (h->on_items(h->ctx, first, n, j->res->scores + off, j->res->logprobs + off))
+        return lms_fail(err, LMS_ERR_CANCELLED, NULL, NULL, "cancelled by the caller");
+    return LMS_OK;
+}
+
+static int stop_requested(void *ctx)
+{
+    const score_job *j = ctx;
+    return j->hooks && j->hooks->should_stop && j->hooks->should_stop(j->hooks->ctx);
+}
+
+/* ---- batches ------------------------------------------------------------- */
+
+/* A forward batch under construction. */
+typedef struct {
+    int32_t cap, n_rows, n_segments, n_score;
+    int32_t *tokens, *positions, *seg_begin, *seg_end, *score_rows, *score_item;
+    float *lp; /* [cap × n_labels]: score rows' label log-probs */
+} batch_buf;
+
+static lms_status batch_init(batch_buf *b, int32_t cap_rows, int32_t cap_items, int32_t n_labels,
+                             lms_error *err)
+{
+    memset(b, 0, sizeof *b);
+    b->cap = cap_rows;
+    b->tokens = malloc((size_t)cap_rows * sizeof(int32_t));
+    b->positions = malloc((size_t)cap_rows * sizeof(int32_t));
+    b->seg_begin = malloc((size_t)cap_items * sizeof(int32_t));
+    b->seg_end = malloc((size_t)cap_items * sizeof(int32_t));
+    b->score_rows = malloc((size_t)cap_items * sizeof(int32_t));
+    b->score_item = malloc((size_t)cap_items * sizeof(int32_t));
+    b->lp = malloc((size_t)cap_items * n_labels * sizeof(float));
+    if (!b->tokens || !b->positions || !b->seg_begin || !b->seg_end || !b->score_rows ||
+        !b->score_item || !b->lp)
+        return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for a %d-row batch", cap_rows);
+    return LMS_OK;
+}
+
+static void batch_free(batch_buf *b)
+{
+    free(b->tokens);
+    free(b->positions);
+    free(b->seg_begin);
+    free(b->seg_end);
+    free(b->score_rows);
+    free(b->score_item);
+    free(b->lp);
+}
+
+static void put_rows(batch_buf *b, const int32_t *ids, int32_t n, int32_t first_pos)
+{
+    memcpy(b->tokens + b->n_rows, ids, (size_t)n * sizeof(int32_t));
+    for (int32_t k = 0; k < n; k++)
+        b->positions[b->n_rows + k] = first_pos + k;
+    b->n_rows += n;
+}
+
+/* Pads with inert rows up to a multiple of period (token 0, position 0;
+ * they belong to no segment, see nothing and are never scored). */
+static void pad_rows(batch_buf *b, int32_t period)
+{
+    while (b->n_rows % period) {
+        b->tokens[b->n_rows] = 0;
+        b->positions[b->n_rows] = 0;
+        b->n_rows++;
+    }
+}
+
+static void add_score(batch_buf *b, int32_t row, int32_t item)
+{
+    b->score_rows[b->n_score] = row;
+    b->score_item[b->n_score] = item;
+    b->n_score++;
+}
+
+static lms_status run_batch(score_job *j, batch_buf *b, int32_t prefix_rows, int dense,
+                            const kv_prefix *cached, kv_prefix *capture, lms_error *err)
+{
+    forward_batch fb = {
+        .layout = {.n_rows = b->n_rows,
+                   .prefix_rows = prefix_rows,
+                   .n_segments = b->n_segments,
+                   .seg_begin = b->seg_begin,
+                   .seg_end = b->seg_end,
+                   .dense_mask = dense},
+        .tokens = b->tokens,
+        .positions = b->positions,
+        .cached = cached,
+        .capture = capture,
+        .n_score_rows = b->n_score,
+        .score_rows = b->score_rows,
+        .n_labels = j->req->n_labels,
+        .labels = j->req->label_ids,
+        .label_logprobs = b->lp,
+        .should_stop = stop_requested,
+        .stop_ctx = j,
+    };
+    lms_status st = forward_run(j->e->model, &j->e->tune, &fb, err);
+    if (st != LMS_OK) return st;
+    const int32_t nl = j->req->n_labels;
+    for (int32_t s = 0; s < b->n_score; s++) {
+        memcpy(j->lp + (size_t)b->score_item[s] * nl, b->lp + (size_t)s * nl,
+               (size_t)nl * sizeof(float));
+        finish_item(j, b->score_item[s]);
+    }
+    int64_t real = prefix_rows;
+    for (int32_t s = 0; s < b->n_segments; s++)
+        real += b->seg_end[s] - b->seg_begin[s];
+    j->res->computed_tokens += real;
+    return emit_ready(j, err);
+}
+
+/* ---- algorithms ---------------------------------------------------------- */
+
+/* Independent sequences, `per_batch` rows at most per pass (serial: one
+ * sequence per pass). Used for serial and for item_first. */
+static lms_status run_independent(score_job *j, int one_per_pass, lms_error *err)
+{
+    const lms_score_request *r = j->req;
+    const int32_t period = j->e->row_period;
+    int32_t max_seq = 0;
+    for (int32_t i = 0; i < r->n_items; i++) {
+        int32_t s = selector_padded(j->prefix_len + r->items[i].len, period);
+        if (s > max_seq) max_seq = s;
+    }
+    int32_t cap = one_per_pass || max_seq > j->e->opt.max_packed_tokens
+                      ? max_seq
+                      : j->e->opt.max_packed_tokens;
+    batch_buf b;
+    lms_status st = batch_init(&b, cap, r->n_items, r->n_labels, err);
+    for (int32_t i = 0; i < r->n_items && st == LMS_OK;) {
+        b.n_rows = b.n_segments = b.n_score = 0;
+        do {
+            const lms_tokens *it = &r->items[i];
+            const lms_tokens *first = r->item_first ? it : &r->query;
+            const lms_tokens *second = r->item_first ? &r->query : it;
+            int32_t begin = b.n_rows;
+            if (r->item_first) {
+                put_rows(&b, first->ids, first->len, 0);
+                put_rows(&b, second->ids, second->len, first->len);
+            } else {
+                put_rows(&b, j->prefix, j->prefix_len, 0);
+                put_rows(&b, it->ids, it->len, j->prefix_len);
+            }
+            b.seg_begin[b.n_segments] = begin;
+            b.seg_end[b.n_segments++] = b.n_rows;
+            add_score(&b, b.n_rows - 1, i);
+            pad_rows(&b, period);
+            i++;
+        } while (!one_per_pass && i < r->n_items &&
+                 b.n_rows + selector_padded(j->prefix_len + r->items[i].len, period) <= cap);
+        st = run_batch(j, &b, 0, 0, NULL, NULL, err);
+    }
+    batch_free(&b);
+    return st;
+}
+
+/* Prefix rows then items as segments, in packs of at most max_packed_tokens
+ * rows (a pack holds at least one item). */
+static lms_status run_packed(score_job *j, int dense, lms_error *err)
+{
+    const lms_score_request *r = j->req;
+    const int32_t period = j->e->row_period, p = j->prefix_len;
+    const int32_t budget = dense && j->e->opt.dense_mask_max_tokens < j->e->opt.max_packed_tokens
+                               ? j->e->opt.dense_mask_max_tokens
+                               : j->e->opt.max_packed_tokens;
+    int32_t widest = 0;
+    for (int32_t i = 0; i < r->n_items; i++)
+        if (selector_padded(r->items[i].len, period) > widest)
+            widest = selector_padded(r->items[i].len, period);
+    const int32_t need = selector_padded(p, period) + widest; /* the largest one-item pack */
+    if (dense && need > j->e->opt.dense_mask_max_tokens)
+        return lms_fail(err, LMS_ERR_RESOURCE_EXHAUSTED, "dense_mask_too_large", "items",
+                        "packed_dense needs a %d-token pack; its mask is limited to %d tokens",
+                        need, j->e->opt.dense_mask_max_tokens);
+    const int32_t cap = (need > budget ? need : budget) + period;
+    batch_buf b;
+    lms_status st = batch_init(&b, cap, r->n_items, r->n_labels, err);
+    for (int32_t i = 0; i < r->n_items && st == LMS_OK;) {
+        b.n_rows = b.n_segments = b.n_score = 0;
+        put_rows(&b, j->prefix, p, 0);
+        pad_rows(&b, period);
+        int32_t n_in_pack = 0;
+        while (i < r->n_items) {
+            const lms_tokens *it = &r->items[i];
+            if (n_in_pack > 0 && b.n_rows + selector_padded(it->len, period) > budget) break;
+            if (it->len == 0) {
+                add_score(&b, p - 1, i);
+            } else {
+                b.seg_begin[b.n_segments] = b.n_rows;
+                put_rows(&b, it->ids, it->len, p);
+                b.seg_end[b.n_segments++] = b.n_rows;
+                add_score(&b, b.n_rows - 1, i);
+                pad_rows(&b, period);
+            }
+            n_in_pack++;
+            i++;
+        }
+        st = run_batch(j, &b, p, dense, NULL, NULL, err);
+    }
+    batch_free(&b);
+    return st;
+}
+
+/* The prefix's KV from the cache, or a prefill pass that computes and caches
+ * it (and scores the empty items, which score at the prefix's last token). */
+static lms_status prefill(score_job *j, prefix_cache_entry **entry, lms_error *err)
+{
+    const lms_score_request *r = j->req;
+    lms_engine *e = j->e;
+    const lms_model_config *c = &e->model->cfg;
+    const int32_t p = j->prefix_len;
+    *entry = prefix_cache_lookup(e->cache, j->prefix, p);
+    int have_empty = 0;
+    for (int32_t i = 0; i < r->n_items; i++)
+        have_empty |= r->items[i].len == 0;
+    if (*entry && !have_empty) {
+        j->res->cached_tokens = p;
+        return LMS_OK;
+    }
+    /* Empty items need the prefix's last row, which the cache does not keep:
+     * recompute the prefix (and refresh the cache) in that case. */
+    kv_prefix *kv = NULL;
+    lms_status st = LMS_OK;
+    if (!*entry) {
+        st = kv_prefix_create(c->n_layers, c->n_kv_heads * c->head_dim, p, &kv, err);
+        if (st != LMS_OK) return st;
+    }
+    batch_buf b;
+    st = batch_init(&b, p, r->n_items, r->n_labels, err);
+    if (st == LMS_OK) {
+        put_rows(&b, j->prefix, p, 0);
+        for (int32_t i = 0; i < r->n_items; i++)
+            if (r->items[i].len == 0) add_score(&b, p - 1, i);
+        st = run_batch(j, &b, p, 0, NULL, kv, err);
+    }
+    batch_free(&b);
+    if (st != LMS_OK) {
+        kv_prefix_free(kv);
+        return st;
+    }
+    if (kv) {
+        *entry = prefix_cache_insert(e->cache, j->prefix, p, kv);
+        if (!*entry)
+            return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for the prefix cache");
+    }
+    return LMS_OK;
+}
+
+static lms_status run_prefill_extend(score_job *j, lms_error *err)
+{
+    const lms_score_request *r = j->req;
+    const int32_t period = j->e->row_period, p = j->prefix_len;
+    prefix_cache_entry *entry = NULL;
+    lms_status st = LMS_OK;
+    if (p > 0) st = prefill(j, &entry, err);
+    if (st != LMS_OK) return st;
+    const kv_prefix *kv = entry ? prefix_cache_kv(entry) : NULL;
+
+    int32_t widest = 0;
+    for (int32_t i = 0; i < r->n_items; i++)
+        if (selector_padded(r->items[i].len, period) > widest)
+            widest = selector_padded(r->items[i].len, period);
+    const int32_t budget = j->e->opt.max_packed_tokens;
+    const int32_t cap = (widest > budget ? widest : budget) + period;
+    batch_buf b;
+    st = batch_init(&b, cap, r->n_items, r->n_labels, err);
+    for (int32_t i = 0; i < r->n_items && st == LMS_OK;) {
+        b.n_rows = b.n_segments = b.n_score = 0;
+        while (i < r->n_items) {
+            const lms_tokens *it = &r->items[i];
+            if (b.n_segments > 0 && b.n_rows + selector_padded(it->len, period) > budget) break;
+            i++;
+            if (it->len == 0) continue; /* scored by the prefill */
+            b.seg_begin[b.n_segments] = b.n_rows;
+            put_rows(&b, it->ids, it->len, p);
+            b.seg_end[b.n_segments++] = b.n_rows;
+            add_score(&b, b.n_rows - 1, i - 1);
+            pad_rows(&b, period);
+        }
+        if (b.n_segments) st = run_batch(j, &b, 0, 0, kv, NULL, err);
+    }
+    batch_free(&b);
+    prefix_cache_release(j->e->cache, entry);
+    return st;
+}
+
+/* ---- entry point --------------------------------------------------------- */
+
+static lms_status build_prefix(score_job *j, lms_error *err)
+{
+    const lms_score_request *r = j->req;
+    const int32_t delim = j->e->opt.delimiter;
+    j->prefix_len = r->item_first ? 0 : r->query.len + (delim >= 0 ? 1 : 0);
+    j->prefix = malloc((size_t)(j->prefix_len + 1) * sizeof(int32_t));
+    if (!j->prefix) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory");
+    if (!r->item_first) {
+        if (r->query.len) memcpy(j->prefix, r->query.ids, (size_t)r->query.len * sizeof(int32_t));
+        if (delim >= 0) j->prefix[r->query.len] = delim;
+    }
+    return LMS_OK;
+}
+
+static lms_algorithm choose(score_job *j, char *reason, size_t reason_size)
+{
+    const lms_score_request *r = j->req;
+    lms_engine *e = j->e;
+    if (r->item_first) {
+        snprintf(reason, reason_size,
+                 "item_first: sequences share no prefix, items run as independent sequences "
+                 "batched up to %d tokens",
+                 e->opt.max_packed_tokens);
+        return LMS_ALGO_SERIAL;
+    }
+    lms_algorithm want = r->algorithm != LMS_ALGO_AUTO ? r->algorithm : e->opt.algorithm;
+    if (want != LMS_ALGO_AUTO) {
+        snprintf(reason, reason_size, "%s: requested", lms_algorithm_name(want));
+        return want;
+    }
+    int32_t *lens = malloc((size_t)(r->n_items + 1) * sizeof *lens);
+    if (!lens) {
+        snprintf(reason, reason_size, "auto: no memory for the cost model, ran serial");
+        return LMS_ALGO_SERIAL;
+    }
+    for (int32_t i = 0; i < r->n_items; i++)
+        lens[i] = r->items[i].len;
+    prefix_cache_entry *hit = prefix_cache_lookup(e->cache, j->prefix, j->prefix_len);
+    prefix_cache_release(e->cache, hit);
+    selector_input in = {
+        .prefix_len = j->prefix_len,
+        .n_items = r->n_items,
+        .item_len = lens,
+        .row_period = e->row_period,
+        .max_packed_tokens = e->opt.max_packed_tokens,
+        .dense_mask_max_tokens = e->opt.dense_mask_max_tokens,
+        .prefix_cached = hit != NULL,
+    };
+    selector_choice ch;
+    selector_choose(&e->model->cfg, &in, &ch);
+    free(lens);
+    snprintf(reason, reason_size, "%s", ch.reason);
+    return ch.best;
+}
+
+lms_status lms_engine_score(lms_engine *e, const lms_score_request *req,
+                            const lms_score_hooks *hooks, lms_score_result *out, lms_error *err)
+{
+    memset(out, 0, sizeof *out);
+    lms_status st = validate(e, req, err);
+    if (st != LMS_OK) return st;
+    score_job j = {.e = e, .req = req, .hooks = hooks, .res = out};
+    out->n_items = req->n_items;
+    out->n_labels = req->n_labels;
+    size_t n = (size_t)req->n_items * req->n_labels;
+    out->scores = malloc((n ? n : 1) * sizeof(float));
+    out->logprobs = malloc((n ? n : 1) * sizeof(float));
+    j.lp = malloc((n ? n : 1) * sizeof(float));
+    j.done = calloc((size_t)req->n_items + 1, 1);
+    if (!out->scores || !out->logprobs || !j.lp || !j.done) {
+        st = lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for %d items", req->n_items);
+        goto out;
+    }
+    st = build_prefix(&j, err);
+    if (st != LMS_OK) goto out;
+    for (int32_t i = 0; i < req->n_items; i++)
+        out->prompt_tokens +=
+            (int64_t)j.prefix_len + req->items[i].len + (req->item_first ? req->query.len : 0);
+    out->algorithm = choose(&j, out->algorithm_reason, sizeof out->algorithm_reason);
+    if (req->n_items == 0) goto out;
+    switch (out->algorithm) {
+    case LMS_ALGO_SERIAL:
+        st = run_independent(&j, !req->item_first, err);
+        break;
+    case LMS_ALGO_PACKED_DENSE:
+        st = run_packed(&j, 1, err);
+        break;
+    case LMS_ALGO_PACKED_SEGMENT:
+        st = run_packed(&j, 0, err);
+        break;
+    case LMS_ALGO_PREFILL_EXTEND:
+        st = run_prefill_extend(&j, err);
+        break;
+    default:
+        st = lms_fail(err, LMS_ERR_INVALID_ARGUMENT, NULL, "algorithm", "unknown algorithm %d",
+                      out->algorithm);
+    }
+out:
+    free(j.prefix);
+    free(j.lp);
+    free(j.done);
+    if (st != LMS_OK) lms_score_result_free(out);
+    return st;
+}
+
+void lms_score_result_free(lms_score_result *res)
+{
+    if (!res) return;
+    free(res->scores);
+    free(res->logprobs);
+    res->scores = res->logprobs = NULL;
+}

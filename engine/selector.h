@@ -1,0 +1,42 @@
+/*
+ * selector.h — the cost model that picks a multi-item algorithm per request.
+ *
+ * Cost = arithmetic (linear layers per row, attention per visible
+ * query/key pair, LM head per scored row) + weight traffic (every forward
+ * pass streams all weights once, converted to FLOP-equivalents with a machine
+ * balance). The shapes come from the request (query length, item lengths)
+ * and the model's geometry; pack sizes from the engine's token budget.
+ */
+#ifndef LMS_SELECTOR_H
+#define LMS_SELECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lmscore.h"
+
+typedef struct {
+    int32_t prefix_len; /* shared prefix rows (query, + delimiter) */
+    int32_t n_items;
+    const int32_t *item_len; /* [n_items] */
+    int32_t row_period;      /* segments are padded to multiples of this */
+    int32_t max_packed_tokens;
+    int32_t dense_mask_max_tokens;
+    int prefix_cached; /* the prefix KV is in the prefix cache */
+} selector_input;
+
+typedef struct {
+    double cost[5]; /* indexed by lms_algorithm; <0 when not possible */
+    lms_algorithm best;
+    char reason[200];
+} selector_choice;
+
+void selector_choose(const lms_model_config *cfg, const selector_input *in, selector_choice *out);
+
+/* Rows a segment of len tokens occupies in a pack. */
+static inline int32_t selector_padded(int32_t len, int32_t period)
+{
+    return (len + period - 1) / period * period;
+}
+
+#endif
