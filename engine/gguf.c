@@ -648,7 +648,7 @@ static lms_status out_of_range(const char *key, wide_int v, const char *range, l
 
 lms_status gguf_get_u32(const gguf_file *f, const char *key, uint32_t *out, lms_error *err)
 {
-    wide_int v;
+    wide_int v = {0};
     lms_status st = find_integer(f, key, &v, err);
     if (st != LMS_OK) return st;
     if (v.negative || v.magnitude > UINT32_MAX) return out_of_range(key, v, "u32", err);
@@ -658,7 +658,7 @@ lms_status gguf_get_u32(const gguf_file *f, const char *key, uint32_t *out, lms_
 
 lms_status gguf_get_i64(const gguf_file *f, const char *key, int64_t *out, lms_error *err)
 {
-    wide_int v;
+    wide_int v = {0};
     lms_status st = find_integer(f, key, &v, err);
     if (st != LMS_OK) return st;
     if (v.magnitude > (uint64_t)INT64_MAX + v.negative) return out_of_range(key, v, "i64", err);
@@ -683,7 +683,7 @@ lms_status gguf_get_f32(const gguf_file *f, const char *key, float *out, lms_err
         *out = (float)d;
         return LMS_OK;
     }
-    wide_int v;
+    wide_int v = {0};
     if (!kv_integer(kv, &v))
         return lms_fail(err, LMS_ERR_FORMAT, NULL, NULL,
                         "GGUF key '%s' has type %s, expected a number", key,

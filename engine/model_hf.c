@@ -101,7 +101,7 @@ static lms_status config_number(json_object *cfg, const char *key, double fallba
 static lms_status config_float(json_object *cfg, const char *key, double fallback, float *out,
                                lms_error *err)
 {
-    double v;
+    double v = 0;
     lms_status st = config_number(cfg, key, fallback, &v, err);
     if (st == LMS_OK) *out = (float)v;
     return st;
@@ -157,7 +157,7 @@ static lms_status read_arch(json_object *cfg, lms_arch *arch, lms_error *err)
 static lms_status llama3_freq_factors(lms_model *model, json_object *scaling, lms_error *err)
 {
     const lms_model_config *c = &model->cfg;
-    double factor, low_freq_factor, high_freq_factor, original_context;
+    double factor = 0, low_freq_factor = 0, high_freq_factor = 0, original_context = 0;
     lms_status st = config_number(scaling, "factor", 8.0, &factor, err);
     if (st == LMS_OK) st = config_number(scaling, "low_freq_factor", 1.0, &low_freq_factor, err);
     if (st == LMS_OK) st = config_number(scaling, "high_freq_factor", 4.0, &high_freq_factor, err);
@@ -207,7 +207,7 @@ static lms_status read_rope_scaling(lms_model *model, json_object *cfg, lms_erro
     const char *name = json_object_get_string(type);
     if (strcmp(name, "default") == 0) return LMS_OK;
     if (strcmp(name, "linear") == 0) {
-        double factor;
+        double factor = NAN;
         lms_status st = config_number(scaling, "factor", NAN, &factor, err);
         if (st == LMS_OK && isnan(factor))
             st = lms_fail(err, LMS_ERR_FORMAT, NULL, NULL,
