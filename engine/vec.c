@@ -7,12 +7,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#ifndef __has_feature
-#define __has_feature(x) 0
-#endif
-/* AVX2 and baseline clones of the hot loops (ifunc-dispatched); plain
- * functions under the sanitizers, which do not instrument ifunc resolvers. */
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !__has_feature(address_sanitizer)
+/* AVX2 and baseline clones of the hot loops (ifunc-dispatched) with GCC;
+ * plain functions with clang 14 (whose clones do not link from a static
+ * library) and under the sanitizers. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                             \
+    !defined(__SANITIZE_ADDRESS__)
 #define HOT __attribute__((target_clones("avx2", "default")))
 #else
 #define HOT

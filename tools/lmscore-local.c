@@ -220,7 +220,7 @@ int main(int argc, char **argv)
     int repeat = 1;
     lms_engine_options opt;
     lms_engine_options_default(&opt);
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!val) return usage();
         if (!strcmp(a, "--model"))
@@ -241,7 +241,6 @@ int main(int argc, char **argv)
             repeat = atoi(val);
         else
             return usage();
-        i++;
     }
     if (!model || !request || repeat < 1) return usage();
     if (algorithm && !lms_algorithm_parse(algorithm, &opt.algorithm)) {
