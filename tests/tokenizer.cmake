@@ -37,3 +37,9 @@ foreach(pair qwen3:tiny-qwen3 llama3:tiny-llama3 llama2:tiny-llama)
                          PROPERTIES FIXTURES_REQUIRED tokenizer_ref TIMEOUT 300)
   endforeach()
 endforeach()
+
+# The encode benchmark (bench/tokenizer/run.sh runs it beside the reference).
+add_executable(bench_tokenizer ${CMAKE_SOURCE_DIR}/bench/tokenizer/bench_tokenizer.c
+                               ${TOKENIZER_TESTS}/corpus_io.c)
+target_include_directories(bench_tokenizer PRIVATE ${TOKENIZER_TESTS})
+target_link_libraries(bench_tokenizer PRIVATE lmscore_engine)
