@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
 #include "file_map.h"
 #include "name_index.h"
 
@@ -231,7 +230,7 @@ static lms_status read_array(cursor *c, gguf_kv *kv, lms_error *err)
                         " strings at offset %zu exceeds the %zu bytes that remain",
                         kv->len, c->pos, bytes_left(c));
     if (kv->len == 0) return LMS_OK;
-    kv->strs = lms_calloc((size_t)kv->len, sizeof *kv->strs);
+    kv->strs = calloc((size_t)kv->len, sizeof *kv->strs);
     if (!kv->strs)
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "indexing %" PRIu64 " strings", kv->len);
     for (uint64_t i = 0; i < kv->len; i++)
@@ -369,7 +368,7 @@ static int compare_by_offset(const void *a, const void *b)
 static lms_status check_no_overlap(gguf_file *f, lms_error *err)
 {
     if (f->n_tensors < 2) return LMS_OK;
-    const gguf_tensor **order = lms_calloc((size_t)f->n_tensors, sizeof *order);
+    const gguf_tensor **order = calloc((size_t)f->n_tensors, sizeof *order);
     if (!order) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "sorting tensors");
     for (uint64_t i = 0; i < f->n_tensors; i++)
         order[i] = &f->tensors[i];
@@ -382,7 +381,7 @@ static lms_status check_no_overlap(gguf_file *f, lms_error *err)
                           "tensors '%.*s' and '%.*s' overlap in the data section",
                           (int)prev->name.len, prev->name.ptr, (int)cur->name.len, cur->name.ptr);
     }
-    lms_free(order);
+    free(order);
     return st;
 }
 
@@ -396,10 +395,10 @@ static lms_status read_tensor_infos(gguf_file *f, cursor *c, lms_error *err)
     lms_status st = read_alignment(f, &alignment, err);
     if (st != LMS_OK) return st;
     if (f->n_tensors == 0) return LMS_OK;
-    f->tensors = lms_calloc((size_t)f->n_tensors, sizeof *f->tensors);
-    uint64_t *offsets = lms_calloc((size_t)f->n_tensors, sizeof *offsets);
+    f->tensors = calloc((size_t)f->n_tensors, sizeof *f->tensors);
+    uint64_t *offsets = calloc((size_t)f->n_tensors, sizeof *offsets);
     if (!f->tensors || !offsets || !name_index_init(&f->tensor_index, (size_t)f->n_tensors)) {
-        lms_free(offsets);
+        free(offsets);
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "%" PRIu64 " tensor infos", f->n_tensors);
     }
     for (uint64_t i = 0; i < f->n_tensors && st == LMS_OK; i++) {
@@ -431,7 +430,7 @@ static lms_status read_tensor_infos(gguf_file *f, cursor *c, lms_error *err)
             t->data = f->base + data_start + offsets[i];
         }
     }
-    lms_free(offsets);
+    free(offsets);
     if (st != LMS_OK) return st;
     for (uint64_t i = 0; i < f->n_tensors; i++)
         name_index_set(&f->tensor_index, (size_t)i, f->tensors[i].name.ptr, f->tensors[i].name.len);
@@ -448,7 +447,7 @@ static lms_status read_metadata(gguf_file *f, cursor *c, lms_error *err)
                         "%" PRIu64 " metadata entries cannot fit in the %zu bytes that remain",
                         f->n_kv, bytes_left(c));
     if (f->n_kv == 0) return LMS_OK;
-    f->kv = lms_calloc((size_t)f->n_kv, sizeof *f->kv);
+    f->kv = calloc((size_t)f->n_kv, sizeof *f->kv);
     if (!f->kv || !name_index_init(&f->kv_index, (size_t)f->n_kv))
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "%" PRIu64 " metadata entries", f->n_kv);
     for (uint64_t i = 0; i < f->n_kv; i++) {
@@ -540,9 +539,9 @@ void gguf_close(gguf_file *f)
 {
     if (!f) return;
     for (uint64_t i = 0; i < f->n_kv && f->kv; i++)
-        lms_free(f->kv[i].strs);
-    lms_free(f->kv);
-    lms_free(f->tensors);
+        free(f->kv[i].strs);
+    free(f->kv);
+    free(f->tensors);
     name_index_free(&f->kv_index);
     name_index_free(&f->tensor_index);
     lms_file_map_close(&f->map);

@@ -6,14 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
-
 bool name_index_init(name_index *ix, size_t n)
 {
     ix->n = n;
     ix->entries = NULL;
     if (n == 0) return true;
-    ix->entries = lms_calloc(n, sizeof *ix->entries);
+    ix->entries = calloc(n, sizeof *ix->entries);
     return ix->entries != NULL;
 }
 
@@ -69,7 +67,7 @@ bool name_index_find(const name_index *ix, const char *ptr, size_t len, size_t *
 
 void name_index_free(name_index *ix)
 {
-    lms_free(ix->entries);
+    free(ix->entries);
     ix->entries = NULL;
     ix->n = 0;
 }

@@ -16,7 +16,7 @@ typedef struct {
 } name_index_entry;
 
 typedef struct {
-    name_index_entry *entries; /* lms_alloc'ed, sorted by name after name_index_sort */
+    name_index_entry *entries; /* sorted by name after name_index_sort */
     size_t n;
 } name_index;
 

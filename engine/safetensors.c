@@ -16,7 +16,6 @@
 
 #include <json-c/json.h>
 
-#include "alloc.h"
 #include "file_map.h"
 #include "name_index.h"
 
@@ -164,7 +163,7 @@ static int compare_by_data(const void *a, const void *b)
 static lms_status check_no_overlap(safetensors_file *f, lms_error *err)
 {
     if (f->n_tensors < 2) return LMS_OK;
-    const safetensors_tensor **order = lms_calloc(f->n_tensors, sizeof *order);
+    const safetensors_tensor **order = calloc(f->n_tensors, sizeof *order);
     if (!order) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "sorting tensors");
     for (size_t i = 0; i < f->n_tensors; i++)
         order[i] = &f->tensors[i];
@@ -176,7 +175,7 @@ static lms_status check_no_overlap(safetensors_file *f, lms_error *err)
             st = lms_fail(err, LMS_ERR_FORMAT, NULL, NULL, "tensors '%.80s' and '%.80s' overlap",
                           prev->name, cur->name);
     }
-    lms_free(order);
+    free(order);
     return st;
 }
 
@@ -206,8 +205,8 @@ static lms_status build_tensor_table(safetensors_file *f, json_object *root,
     size_t name_bytes;
     lms_status st = size_tensor_table(root, &f->n_tensors, &name_bytes, err);
     if (st != LMS_OK || f->n_tensors == 0) return st;
-    f->tensors = lms_calloc(f->n_tensors, sizeof *f->tensors);
-    f->names = lms_alloc(name_bytes);
+    f->tensors = calloc(f->n_tensors, sizeof *f->tensors);
+    f->names = malloc(name_bytes);
     if (!f->tensors || !f->names || !name_index_init(&f->index, f->n_tensors))
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "%zu tensor entries", f->n_tensors);
     size_t i = 0;
@@ -323,8 +322,8 @@ lms_status safetensors_open(const char *path, safetensors_file **out, lms_error 
 void safetensors_close(safetensors_file *f)
 {
     if (!f) return;
-    lms_free(f->tensors);
-    lms_free(f->names);
+    free(f->tensors);
+    free(f->names);
     name_index_free(&f->index);
     lms_file_map_close(&f->map);
     free(f);
