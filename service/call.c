@@ -1,0 +1,426 @@
+/*
+ * call.c — call state over the gRPC core API: the op batches of each call
+ * shape, flow-controlled sends, status with details, reference counting.
+ * See call.h for the contract.
+ */
+#include "call.h"
+
+#include <grpc/byte_buffer.h>
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/support/time.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "metrics.h"
+
+typedef struct {
+    cq_tag base;
+    call *owner;
+} call_tag;
+
+struct call {
+    grpc_call *gc;
+    const call_handler *h;
+    char method[128];
+    gpr_timespec deadline; /* GPR_CLOCK_MONOTONIC */
+    gpr_timespec started;
+    void *state;
+    atomic_int refs;
+    atomic_bool cancelled;
+
+    pthread_mutex_t mu; /* guards everything below */
+    pthread_cond_t send_done;
+    bool initial_metadata_sent;
+    bool send_in_flight;
+    bool finished;       /* call_finish/call_reply ran */
+    bool status_pending; /* the status waits for the message in flight */
+    bool closed;         /* RECV_CLOSE_ON_SERVER completed */
+    int close_cancelled; /* its out-parameter */
+    grpc_byte_buffer *recv_buf;
+    grpc_byte_buffer *send_buf;
+    grpc_byte_buffer *reply_buf; /* the unary response, sent with the status */
+    rpc_status status;
+    grpc_slice status_text;
+    grpc_slice details_key, details_value;
+    grpc_metadata trailing;
+
+    call_tag recv_tag, send_tag, status_tag, close_tag;
+};
+
+static int64_t g_max_send_bytes = INT64_MAX;
+
+void call_layer_init(int64_t max_send_bytes)
+{
+    g_max_send_bytes = max_send_bytes;
+}
+
+void *call_ctx(const call *c)
+{
+    return c->h ? c->h->ctx : NULL;
+}
+
+void *call_state(const call *c)
+{
+    return c->state;
+}
+
+void call_set_state(call *c, void *state)
+{
+    c->state = state;
+}
+
+const char *call_method(const call *c)
+{
+    return c->method;
+}
+
+void call_ref(call *c)
+{
+    atomic_fetch_add(&c->refs, 1);
+}
+
+bool call_deadline_passed(const call *c)
+{
+    return gpr_time_cmp(gpr_now(GPR_CLOCK_MONOTONIC), c->deadline) >= 0;
+}
+
+bool call_should_stop(const call *c)
+{
+    return atomic_load(&c->cancelled) || call_deadline_passed(c);
+}
+
+void call_stopped_status(const call *c, rpc_status *st)
+{
+    if (call_deadline_passed(c))
+        rpc_status_set(st, GRPC_STATUS_DEADLINE_EXCEEDED, NULL, NULL, "deadline exceeded");
+    else
+        rpc_status_set(st, GRPC_STATUS_CANCELLED, NULL, NULL, "call cancelled");
+}
+
+static void destroy(call *c)
+{
+    grpc_status_code code = c->status.code;
+    if (atomic_load(&c->cancelled))
+        code = call_deadline_passed(c) ? GRPC_STATUS_DEADLINE_EXCEEDED : GRPC_STATUS_CANCELLED;
+    else if (!c->finished)
+        code = GRPC_STATUS_UNKNOWN;
+    metrics_call_finished(code);
+    if (c->h && c->h->counts_as_scoring) metrics_scoring_call_leave();
+
+    log_record r;
+    log_begin(&r, LOG_DEBUG, "call finished");
+    log_str(&r, "method", c->method);
+    log_str(&r, "code", metrics_code_name(code));
+    log_fmt(&r, "ms", "%.3f",
+            gpr_timespec_to_micros(gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), c->started)) / 1e3);
+    if (code != GRPC_STATUS_OK && c->status.reason[0]) log_str(&r, "reason", c->status.reason);
+    log_end(&r);
+
+    if (c->state && c->h && c->h->free_state) c->h->free_state(c->state);
+    if (c->recv_buf) grpc_byte_buffer_destroy(c->recv_buf);
+    grpc_call_unref(c->gc);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->send_done);
+    free(c);
+}
+
+void call_unref(call *c)
+{
+    if (atomic_fetch_sub(&c->refs, 1) == 1) destroy(c);
+}
+
+/* Starts a batch holding a reference for it. A batch refused by the core
+ * (which only happens for a programming error in the op sequence) is
+ * logged and completes nothing, so the reference is given back. */
+static bool start(call *c, const grpc_op *ops, size_t n, call_tag *tag)
+{
+    call_ref(c);
+    grpc_call_error e = grpc_call_start_batch(c->gc, ops, n, tag, NULL);
+    if (e == GRPC_CALL_OK) return true;
+    log_record r;
+    log_begin(&r, LOG_ERR, "grpc_call_start_batch refused a batch");
+    log_str(&r, "method", c->method);
+    log_str(&r, "error", grpc_call_error_to_string(e));
+    log_end(&r);
+    atomic_fetch_sub(&c->refs, 1); /* the caller still holds one */
+    return false;
+}
+
+static size_t add_initial_metadata(call *c, grpc_op *ops, size_t n)
+{
+    if (c->initial_metadata_sent) return n;
+    c->initial_metadata_sent = true;
+    memset(&ops[n], 0, sizeof ops[n]);
+    ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+    return n + 1;
+}
+
+/* Sends the status (and the unary reply, if any). Caller holds mu. */
+static void start_status_locked(call *c)
+{
+    grpc_op ops[3];
+    size_t n = add_initial_metadata(c, ops, 0);
+    if (c->reply_buf) {
+        memset(&ops[n], 0, sizeof ops[n]);
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n].data.send_message.send_message = c->reply_buf;
+        n++;
+    }
+    c->status_text = grpc_slice_from_copied_string(c->status.message);
+    memset(&ops[n], 0, sizeof ops[n]);
+    ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    ops[n].data.send_status_from_server.status = c->status.code;
+    ops[n].data.send_status_from_server.status_details = &c->status_text;
+    if (c->status.code != GRPC_STATUS_OK && c->status.reason[0]) {
+        c->details_key = grpc_slice_from_static_string(STATUS_DETAILS_KEY);
+        c->details_value = status_details_encode(&c->status);
+        c->trailing.key = c->details_key;
+        c->trailing.value = c->details_value;
+        ops[n].data.send_status_from_server.trailing_metadata_count = 1;
+        ops[n].data.send_status_from_server.trailing_metadata = &c->trailing;
+    }
+    n++;
+    start(c, ops, n, &c->status_tag);
+}
+
+static void on_status_done(cq_tag *tag, bool ok)
+{
+    call *c = ((call_tag *)tag)->owner;
+    (void)ok; /* a failed status send means the client is gone: on_close says so */
+    if (c->reply_buf) grpc_byte_buffer_destroy(c->reply_buf);
+    c->reply_buf = NULL;
+    grpc_slice_unref(c->status_text);
+    if (c->status.code != GRPC_STATUS_OK && c->status.reason[0]) {
+        grpc_slice_unref(c->details_key);
+        grpc_slice_unref(c->details_value);
+    }
+    call_unref(c);
+}
+
+/* Ends the call with st, sending reply (if any) with the status, after
+ * the message in flight. Only the first end counts. */
+static void end_call(call *c, const rpc_status *st, grpc_byte_buffer *reply)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->finished) {
+        pthread_mutex_unlock(&c->mu);
+        if (reply) grpc_byte_buffer_destroy(reply);
+        return;
+    }
+    c->finished = true;
+    c->status = *st;
+    c->reply_buf = reply;
+    if (c->send_in_flight)
+        c->status_pending = true;
+    else
+        start_status_locked(c);
+    pthread_cond_broadcast(&c->send_done);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void call_finish(call *c, const rpc_status *st)
+{
+    end_call(c, st, NULL);
+}
+
+/* Serializes msg into a byte buffer; NULL (and the call finished with
+ * RESOURCE_EXHAUSTED) when it exceeds the send limit. */
+static grpc_byte_buffer *pack(call *c, const ProtobufCMessage *msg)
+{
+    size_t len = protobuf_c_message_get_packed_size(msg);
+    if ((int64_t)len > g_max_send_bytes) {
+        rpc_status st;
+        rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, "response_too_large", NULL,
+                       "the response (%zu bytes) exceeds the server's max message size (%lld "
+                       "bytes); score fewer items per call or use ScoreStream",
+                       len, (long long)g_max_send_bytes);
+        call_finish(c, &st);
+        return NULL;
+    }
+    grpc_slice s = grpc_slice_malloc(len);
+    protobuf_c_message_pack(msg, GRPC_SLICE_START_PTR(s));
+    grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&s, 1);
+    grpc_slice_unref(s);
+    return bb;
+}
+
+void call_reply(call *c, const ProtobufCMessage *msg)
+{
+    grpc_byte_buffer *bb = pack(c, msg);
+    if (!bb) return;
+    rpc_status ok;
+    rpc_status_ok(&ok);
+    end_call(c, &ok, bb);
+}
+
+ProtobufCMessage *call_unpack(call *c, const ProtobufCMessageDescriptor *desc, const uint8_t *msg,
+                              size_t len)
+{
+    ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, len, msg);
+    if (!m) {
+        rpc_status st;
+        rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "malformed_request", NULL,
+                       "the message is not a valid %s", desc->name);
+        call_finish(c, &st);
+    }
+    return m;
+}
+
+static void on_send_done(cq_tag *tag, bool ok)
+{
+    call *c = ((call_tag *)tag)->owner;
+    pthread_mutex_lock(&c->mu);
+    grpc_byte_buffer_destroy(c->send_buf);
+    c->send_buf = NULL;
+    c->send_in_flight = false;
+    if (!ok) atomic_store(&c->cancelled, true); /* the stream is broken */
+    bool notify = !c->finished;
+    if (c->status_pending) {
+        c->status_pending = false;
+        start_status_locked(c);
+    }
+    pthread_cond_broadcast(&c->send_done);
+    pthread_mutex_unlock(&c->mu);
+    if (notify && ok && c->h->on_sent) c->h->on_sent(c);
+    call_unref(c);
+}
+
+call_send_result call_send(call *c, const ProtobufCMessage *msg, bool wait)
+{
+    grpc_byte_buffer *bb = pack(c, msg);
+    if (!bb) return CALL_CLOSED;
+    pthread_mutex_lock(&c->mu);
+    while (wait && c->send_in_flight && !c->finished && !atomic_load(&c->cancelled))
+        pthread_cond_wait(&c->send_done, &c->mu);
+    call_send_result res = CALL_SENT;
+    if (c->finished || c->closed || atomic_load(&c->cancelled))
+        res = CALL_CLOSED;
+    else if (c->send_in_flight)
+        res = CALL_BUSY;
+    if (res != CALL_SENT) {
+        pthread_mutex_unlock(&c->mu);
+        grpc_byte_buffer_destroy(bb);
+        return res;
+    }
+    grpc_op ops[2];
+    size_t n = add_initial_metadata(c, ops, 0);
+    memset(&ops[n], 0, sizeof ops[n]);
+    ops[n].op = GRPC_OP_SEND_MESSAGE;
+    ops[n].data.send_message.send_message = bb;
+    n++;
+    c->send_buf = bb;
+    c->send_in_flight = true;
+    if (!start(c, ops, n, &c->send_tag)) {
+        c->send_buf = NULL;
+        c->send_in_flight = false;
+        grpc_byte_buffer_destroy(bb);
+        res = CALL_CLOSED;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return res;
+}
+
+static void on_recv_done(cq_tag *tag, bool ok)
+{
+    call *c = ((call_tag *)tag)->owner;
+    grpc_byte_buffer *bb = c->recv_buf;
+    c->recv_buf = NULL;
+    if (!ok) {
+        /* the call is gone; on_close reports it */
+    } else if (bb) {
+        grpc_byte_buffer_reader reader;
+        if (grpc_byte_buffer_reader_init(&reader, bb)) {
+            grpc_slice s = grpc_byte_buffer_reader_readall(&reader);
+            grpc_byte_buffer_reader_destroy(&reader);
+            c->h->on_message(c, GRPC_SLICE_START_PTR(s), GRPC_SLICE_LENGTH(s));
+            grpc_slice_unref(s);
+        } else {
+            rpc_status st;
+            rpc_status_set(&st, GRPC_STATUS_INTERNAL, NULL, NULL,
+                           "could not read the request message");
+            call_finish(c, &st);
+        }
+    } else if (c->h->shape == CALL_BIDI_STREAMING) {
+        c->h->on_message(c, NULL, 0); /* half-close */
+    } else {
+        rpc_status st;
+        rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "missing_request", NULL,
+                       "the client sent no request message");
+        call_finish(c, &st);
+    }
+    if (bb) grpc_byte_buffer_destroy(bb);
+    call_unref(c);
+}
+
+void call_request_next(call *c)
+{
+    grpc_op op;
+    memset(&op, 0, sizeof op);
+    op.op = GRPC_OP_RECV_MESSAGE;
+    op.data.recv_message.recv_message = &c->recv_buf;
+    start(c, &op, 1, &c->recv_tag);
+}
+
+static void on_close_done(cq_tag *tag, bool ok)
+{
+    call *c = ((call_tag *)tag)->owner;
+    pthread_mutex_lock(&c->mu);
+    c->closed = true;
+    bool cancelled = !ok || c->close_cancelled;
+    if (cancelled) atomic_store(&c->cancelled, true);
+    pthread_cond_broadcast(&c->send_done);
+    pthread_mutex_unlock(&c->mu);
+    if (c->h && c->h->on_close) c->h->on_close(c, cancelled);
+    call_unref(c);
+}
+
+static void init_tag(call_tag *t, call *c, void (*done)(cq_tag *, bool))
+{
+    t->base.done = done;
+    t->owner = c;
+}
+
+void call_accept(grpc_call *gc, const call_handler *h, const char *method, gpr_timespec deadline)
+{
+    call *c = calloc(1, sizeof *c);
+    if (!c) {
+        /* no memory to track the call: refuse it rather than lose it */
+        grpc_call_cancel_with_status(gc, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory", NULL);
+        grpc_call_unref(gc);
+        return;
+    }
+    c->gc = gc;
+    c->h = h;
+    snprintf(c->method, sizeof c->method, "%s", method);
+    c->deadline = gpr_convert_clock_type(deadline, GPR_CLOCK_MONOTONIC);
+    c->started = gpr_now(GPR_CLOCK_MONOTONIC);
+    atomic_init(&c->refs, 1); /* this function's own, dropped at the end */
+    atomic_init(&c->cancelled, false);
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->send_done, NULL);
+    init_tag(&c->recv_tag, c, on_recv_done);
+    init_tag(&c->send_tag, c, on_send_done);
+    init_tag(&c->status_tag, c, on_status_done);
+    init_tag(&c->close_tag, c, on_close_done);
+    metrics_request_started();
+    if (h && h->counts_as_scoring) metrics_scoring_call_enter();
+
+    grpc_op op;
+    memset(&op, 0, sizeof op);
+    op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    op.data.recv_close_on_server.cancelled = &c->close_cancelled;
+    start(c, &op, 1, &c->close_tag);
+
+    if (!h) {
+        rpc_status st;
+        rpc_status_set(&st, GRPC_STATUS_UNIMPLEMENTED, NULL, NULL, "unknown method %s", method);
+        call_finish(c, &st);
+    } else {
+        call_request_next(c);
+    }
+    call_unref(c);
+}

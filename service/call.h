@@ -1,0 +1,96 @@
+/*
+ * call.h — the call-state layer: the one place that knows the op batches
+ * of unary, server-streaming and bidirectional calls on the gRPC core API,
+ * and turns completion-queue events into handler steps.
+ *
+ * A handler (one per RPC method) sees its call through a few steps:
+ * on_message for each request message (for a bidi call, NULL once the
+ * client half-closes; a bidi handler asks for each next message with
+ * call_request_next), on_sent when its streamed message has left, and
+ * on_close once the call is over (cancelled tells whether the client
+ * cancelled, the deadline passed or the connection broke). All three run on
+ * the completion-queue thread, so they must not block.
+ *
+ * Sending is thread-safe and flow-controlled: at most one message is in
+ * flight per call, never a growing buffer. Worker threads send with
+ * wait=true (they block until the previous message left, which is the
+ * back-pressure that throttles a producer to its client); the CQ thread
+ * sends with wait=false and gets CALL_BUSY instead. call_finish sends the
+ * status after the message in flight, once.
+ *
+ * Lifetime: a call is freed when its last reference goes — the layer holds
+ * references for its outstanding batches; a handler or job that keeps the
+ * call beyond a step takes its own with call_ref.
+ */
+#ifndef LMSCORED_CALL_H
+#define LMSCORED_CALL_H
+
+#include <grpc/grpc.h>
+#include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status_details.h"
+
+/* Every completion-queue tag is one of these; the CQ loop calls done. */
+typedef struct cq_tag {
+    void (*done)(struct cq_tag *tag, bool ok);
+} cq_tag;
+
+typedef enum { CALL_UNARY, CALL_SERVER_STREAMING, CALL_BIDI_STREAMING } call_shape;
+
+typedef struct call call;
+
+typedef struct call_handler {
+    const char *path; /* "/package.Service/Method" */
+    call_shape shape;
+    bool counts_as_scoring; /* counted in ServerStats.in_flight_calls and the drain */
+    void *ctx;              /* the handler module's context, for call_ctx */
+    void (*on_message)(call *c, const uint8_t *msg, size_t len);
+    void (*on_sent)(call *c);                  /* optional */
+    void (*on_close)(call *c, bool cancelled); /* optional */
+    void (*free_state)(void *state);           /* optional; frees call_state */
+} call_handler;
+
+typedef enum { CALL_SENT, CALL_BUSY, CALL_CLOSED } call_send_result;
+
+/* Largest message the daemon sends; bigger responses end the call with
+ * RESOURCE_EXHAUSTED (reason response_too_large). Set once at startup. */
+void call_layer_init(int64_t max_send_bytes);
+
+/* For the server: takes over gc (one reference) and starts the handler's
+ * batches. A NULL handler answers UNIMPLEMENTED. */
+void call_accept(grpc_call *gc, const call_handler *h, const char *method, gpr_timespec deadline);
+
+void *call_ctx(const call *c);
+void *call_state(const call *c);
+void call_set_state(call *c, void *state);
+const char *call_method(const call *c);
+void call_ref(call *c);
+void call_unref(call *c);
+
+/* True once the client cancelled, the connection broke or the deadline
+ * passed: work for the call should stop. */
+bool call_should_stop(const call *c);
+bool call_deadline_passed(const call *c);
+/* DEADLINE_EXCEEDED or CANCELLED, for work stopped by call_should_stop. */
+void call_stopped_status(const call *c, rpc_status *st);
+
+/* Bidi: read the next request message (delivered to on_message). */
+void call_request_next(call *c);
+
+call_send_result call_send(call *c, const ProtobufCMessage *msg, bool wait);
+/* Ends the call with msg as its last message and an OK status, sent
+ * after the message in flight (never blocks): the unary response, or a
+ * stream's closing summary. */
+void call_reply(call *c, const ProtobufCMessage *msg);
+/* Decodes a request message; on failure ends the call with
+ * INVALID_ARGUMENT (reason malformed_request) and returns NULL. Free the
+ * result with protobuf_c_message_free_unpacked. */
+ProtobufCMessage *call_unpack(call *c, const ProtobufCMessageDescriptor *desc, const uint8_t *msg,
+                              size_t len);
+/* Ends the call with st (the first call wins; later ones are ignored). */
+void call_finish(call *c, const rpc_status *st);
+
+#endif

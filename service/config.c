@@ -1,0 +1,241 @@
+/*
+ * config.c — flags and LMSCORE_* environment variables → lmscored_config.
+ * One table describes every option (flag, variable, help, parser), so
+ * --help and the parsers cannot drift apart.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { OPT_PATH, OPT_INT, OPT_BYTES, OPT_MILLIS, OPT_ALGO, OPT_FORMAT, OPT_LEVEL } opt_kind;
+
+typedef struct {
+    const char *flag; /* long flag without dashes */
+    const char *env;
+    const char *arg; /* metavariable for --help */
+    const char *help;
+    opt_kind kind;
+    size_t offset;    /* into lmscored_config */
+    size_t size;      /* of that member */
+    int64_t min, max; /* OPT_INT, OPT_BYTES, OPT_MILLIS */
+} option_spec;
+
+#define AT(member) offsetof(lmscored_config, member), sizeof(((lmscored_config *)0)->member)
+
+static const option_spec options[] = {
+    {"model", "LMSCORE_MODEL", "PATH", "GGUF file or Hugging Face directory to serve (required)",
+     OPT_PATH, AT(model_path), 0, 0},
+    {"listen", "LMSCORE_LISTEN", "HOST:PORT",
+     "address to listen on; port 0 picks a free port (default 0.0.0.0:50051)", OPT_PATH, AT(listen),
+     0, 0},
+    {"tls-cert", "LMSCORE_TLS_CERT", "PEM", "server certificate chain; serve TLS (needs --tls-key)",
+     OPT_PATH, AT(tls_cert), 0, 0},
+    {"tls-key", "LMSCORE_TLS_KEY", "PEM", "server private key (needs --tls-cert)", OPT_PATH,
+     AT(tls_key), 0, 0},
+    {"workers", "LMSCORE_WORKERS", "N", "engine worker threads (default 2)", OPT_INT, AT(workers),
+     1, 256},
+    {"queue-depth", "LMSCORE_QUEUE_DEPTH", "N",
+     "scoring jobs that may wait for a worker; beyond it calls get RESOURCE_EXHAUSTED "
+     "(default 64)",
+     OPT_INT, AT(queue_depth), 1, 1 << 20},
+    {"max-message-bytes", "LMSCORE_MAX_MESSAGE_BYTES", "BYTES",
+     "largest request or response message, with optional K/M/G suffix (default 16M)", OPT_BYTES,
+     AT(max_message_bytes), 1024, INT32_MAX},
+    {"max-items", "LMSCORE_MAX_ITEMS", "N",
+     "most items per request or per ScoreItems batch (default 10000)", OPT_INT, AT(max_items), 1,
+     INT32_MAX},
+    {"max-sequence-tokens", "LMSCORE_MAX_SEQUENCE_TOKENS", "N",
+     "longest query+item sequence; 0 means the model's context length (default 0)", OPT_INT,
+     AT(max_sequence_tokens), 0, INT32_MAX},
+    {"algorithm", "LMSCORE_ALGORITHM", "NAME",
+     "auto|serial|packed_dense|packed_segment|prefill_extend: what ALGORITHM_UNSPECIFIED runs "
+     "(default auto: the engine's cost model picks)",
+     OPT_ALGO, AT(algorithm), 0, 0},
+    {"multi-item-scoring-delimiter", "LMSCORE_MULTI_ITEM_SCORING_DELIMITER", "TOKEN_ID",
+     "SGLang-style delimiter token: sequences become query <d> item (default -1: none)", OPT_INT,
+     AT(delimiter), -1, INT32_MAX},
+    {"max-packed-tokens", "LMSCORE_MAX_PACKED_TOKENS", "N",
+     "most token rows in one packed forward pass (default 8192)", OPT_INT, AT(max_packed_tokens), 1,
+     INT32_MAX},
+    {"prefix-cache-bytes", "LMSCORE_PREFIX_CACHE_BYTES", "BYTES",
+     "budget of the query KV prefix cache, with optional K/M/G suffix; 0 disables it "
+     "(default 256M)",
+     OPT_BYTES, AT(prefix_cache_bytes), 0, INT64_MAX},
+    {"drain-timeout", "LMSCORE_DRAIN_TIMEOUT", "DURATION",
+     "on SIGTERM, how long in-flight calls may finish before they are cancelled; "
+     "e.g. 30s, 500ms (default 30s)",
+     OPT_MILLIS, AT(drain_timeout_ms), 0, INT64_MAX},
+    {"log-format", "LMSCORE_LOG_FORMAT", "FORMAT",
+     "text|json, for logs on stderr; under systemd logs go to the journal (default text)",
+     OPT_FORMAT, AT(log_format), 0, 0},
+    {"log-level", "LMSCORE_LOG_LEVEL", "LEVEL",
+     "error|warn|notice|info|debug; debug logs every call (default info)", OPT_LEVEL, AT(log_level),
+     0, 0},
+};
+#define N_OPTIONS (sizeof options / sizeof options[0])
+
+static void defaults(lmscored_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    snprintf(cfg->listen, sizeof cfg->listen, "0.0.0.0:50051");
+    cfg->workers = 2;
+    cfg->queue_depth = 64;
+    cfg->max_message_bytes = 16 << 20;
+    cfg->max_items = 10000;
+    cfg->algorithm = LMS_ALGO_AUTO;
+    cfg->delimiter = -1;
+    cfg->max_packed_tokens = 8192;
+    cfg->prefix_cache_bytes = (size_t)256 << 20;
+    cfg->drain_timeout_ms = 30000;
+    cfg->log_format = LOG_FORMAT_TEXT;
+    cfg->log_level = LOG_INFO;
+}
+
+static void print_help(FILE *out, const char *prog)
+{
+    fprintf(out,
+            "Usage: %s --model PATH [options]\n"
+            "lmscored serves lmscore.v1.ScoreService (plus grpc.health.v1 and server\n"
+            "reflection) over gRPC. Every option can also be set by its environment\n"
+            "variable; a flag wins over the variable.\n\n",
+            prog);
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        char left[80];
+        snprintf(left, sizeof left, "--%s %s", options[i].flag, options[i].arg);
+        fprintf(out, "  %-40s %s\n  %-40s   [env %s]\n", left, options[i].help, "", options[i].env);
+    }
+    fprintf(out, "  %-40s %s\n  %-40s %s\n", "--help", "print this help and exit", "--version",
+            "print the version and exit");
+}
+
+/* Parses an integer with an optional unit: K/M/G (x1024) for bytes, ms/s/m
+ * for durations (a bare number of a duration is seconds). */
+static bool parse_scaled(const char *s, opt_kind kind, int64_t *out)
+{
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s) return false;
+    int64_t scale = 1;
+    if (kind == OPT_BYTES) {
+        if (*end == 'K' || *end == 'k')
+            scale = 1 << 10, end++;
+        else if (*end == 'M' || *end == 'm')
+            scale = 1 << 20, end++;
+        else if (*end == 'G' || *end == 'g')
+            scale = 1 << 30, end++;
+    } else if (kind == OPT_MILLIS) {
+        if (strcmp(end, "ms") == 0)
+            scale = 1, end += 2;
+        else if (strcmp(end, "s") == 0 || *end == '\0')
+            scale = 1000, end += *end != '\0';
+        else if (strcmp(end, "m") == 0)
+            scale = 60000, end++;
+    }
+    if (*end != '\0' || v > INT64_MAX / scale || v < INT64_MIN / scale) return false;
+    *out = v * scale;
+    return true;
+}
+
+static lms_status set_option(lmscored_config *cfg, const option_spec *o, const char *value,
+                             const char *source, lms_error *err)
+{
+    char *base = (char *)cfg + o->offset;
+    int64_t v;
+    switch (o->kind) {
+    case OPT_PATH:
+        if (strlen(value) >= o->size)
+            return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", o->flag,
+                            "%s --%s: value longer than %zu bytes", source, o->flag, o->size - 1);
+        memcpy(base, value, strlen(value) + 1);
+        return LMS_OK;
+    case OPT_INT:
+    case OPT_BYTES:
+    case OPT_MILLIS:
+        if (!parse_scaled(value, o->kind, &v) || v < o->min || v > o->max)
+            return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", o->flag,
+                            "%s --%s: '%s' is not a number in [%lld, %lld]", source, o->flag, value,
+                            (long long)o->min, (long long)o->max);
+        if (o->size == sizeof(int32_t)) {
+            int32_t v32 = (int32_t)v; /* in range: max <= INT32_MAX for 4-byte members */
+            memcpy(base, &v32, sizeof v32);
+        } else {
+            memcpy(base, &v, sizeof v); /* int64_t and size_t members; v >= min >= 0 */
+        }
+        return LMS_OK;
+    case OPT_ALGO:
+        if (!lms_algorithm_parse(value, (lms_algorithm *)base))
+            return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", o->flag,
+                            "%s --%s: unknown algorithm '%s'", source, o->flag, value);
+        return LMS_OK;
+    case OPT_FORMAT:
+        if (!log_parse_format(value, (log_format *)base))
+            return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", o->flag,
+                            "%s --%s: '%s' is not text or json", source, o->flag, value);
+        return LMS_OK;
+    case OPT_LEVEL:
+        if (!log_parse_level(value, (int *)base))
+            return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", o->flag,
+                            "%s --%s: unknown log level '%s'", source, o->flag, value);
+        return LMS_OK;
+    }
+    return lms_fail(err, LMS_ERR_INTERNAL, NULL, o->flag, "unhandled option kind");
+}
+
+lms_status config_parse(int argc, char **argv, lmscored_config *cfg, config_outcome *outcome,
+                        lms_error *err)
+{
+    defaults(cfg);
+    *outcome = CONFIG_RUN;
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const char *v = getenv(options[i].env);
+        if (v && *v) {
+            lms_status st = set_option(cfg, &options[i], v, options[i].env, err);
+            if (st != LMS_OK) return st;
+        }
+    }
+
+    enum { HELP = N_OPTIONS, VERSION };
+    struct option longopts[N_OPTIONS + 3];
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        longopts[i] = (struct option){options[i].flag, required_argument, NULL, (int)i};
+    longopts[N_OPTIONS] = (struct option){"help", no_argument, NULL, HELP};
+    longopts[N_OPTIONS + 1] = (struct option){"version", no_argument, NULL, VERSION};
+    longopts[N_OPTIONS + 2] = (struct option){NULL, 0, NULL, 0};
+
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (c == HELP) {
+            print_help(stdout, argv[0]);
+            *outcome = CONFIG_EXIT;
+            return LMS_OK;
+        }
+        if (c == VERSION) {
+            printf("lmscored %s\n", LMSCORED_VERSION);
+            *outcome = CONFIG_EXIT;
+            return LMS_OK;
+        }
+        if (c < 0 || c >= (int)N_OPTIONS)
+            return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", argv[optind - 1],
+                            "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
+        lms_status st = set_option(cfg, &options[c], optarg, "flag", err);
+        if (st != LMS_OK) return st;
+    }
+    if (optind < argc)
+        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", argv[optind],
+                        "unexpected argument '%s' (see --help)", argv[optind]);
+    if (!cfg->model_path[0])
+        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", "model",
+                        "--model (or LMSCORE_MODEL) is required");
+    if (!cfg->tls_cert[0] != !cfg->tls_key[0])
+        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", "tls-cert",
+                        "--tls-cert and --tls-key go together");
+    return LMS_OK;
+}

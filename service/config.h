@@ -1,0 +1,44 @@
+/*
+ * config.h — the daemon's configuration: command-line flags, each with an
+ * LMSCORE_* environment variable as its default (flags win).
+ */
+#ifndef LMSCORED_CONFIG_H
+#define LMSCORED_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lmscore.h"
+#include "log.h"
+
+typedef struct {
+    char model_path[4096];
+    char listen[256];
+    char tls_cert[4096]; /* both or neither */
+    char tls_key[4096];
+    int workers;
+    int queue_depth;
+    int64_t max_message_bytes;
+    int32_t max_items;
+    int32_t max_sequence_tokens; /* 0: the model's context length */
+    lms_algorithm algorithm;
+    int32_t delimiter; /* -1: none */
+    int32_t max_packed_tokens;
+    size_t prefix_cache_bytes;
+    int64_t drain_timeout_ms;
+    log_format log_format;
+    int log_level;
+} lmscored_config;
+
+typedef enum {
+    CONFIG_RUN,  /* start the daemon */
+    CONFIG_EXIT, /* --help or --version was printed: exit 0 */
+} config_outcome;
+
+/* Parses argv over the environment. On a bad flag or value, returns
+ * LMS_ERR_INVALID_ARGUMENT with err->field naming the flag. */
+lms_status config_parse(int argc, char **argv, lmscored_config *cfg, config_outcome *outcome,
+                        lms_error *err);
+
+#endif

@@ -1,0 +1,217 @@
+/*
+ * log.c — structured log records to the journal, or to stderr as logfmt or
+ * JSON lines. See log.h.
+ */
+#include "log.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#define SD_JOURNAL_SUPPRESS_LOCATION
+#include <systemd/sd-journal.h>
+
+static log_format g_format = LOG_FORMAT_TEXT;
+static int g_max_priority = LOG_INFO;
+static bool g_journal;
+static pthread_mutex_t g_stderr_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *const level_names[] = {"emerg", "alert",  "crit", "error",
+                                          "warn",  "notice", "info", "debug"};
+
+/* systemd sets JOURNAL_STREAM=dev:inode for a service whose stderr is the
+ * journal; it only counts when stderr is still that stream (a child may
+ * have redirected it). */
+static bool stderr_is_journal(void)
+{
+    const char *js = getenv("JOURNAL_STREAM");
+    unsigned long long dev, ino;
+    struct stat st;
+    if (!js || sscanf(js, "%llu:%llu", &dev, &ino) != 2 || fstat(2, &st) != 0) return false;
+    return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
+void log_init(log_format format, int max_priority)
+{
+    g_format = format;
+    g_max_priority = max_priority;
+    g_journal = stderr_is_journal();
+}
+
+bool log_parse_format(const char *name, log_format *out)
+{
+    if (strcmp(name, "text") == 0)
+        *out = LOG_FORMAT_TEXT;
+    else if (strcmp(name, "json") == 0)
+        *out = LOG_FORMAT_JSON;
+    else
+        return false;
+    return true;
+}
+
+bool log_parse_level(const char *name, int *priority)
+{
+    for (int p = LOG_ERR; p <= LOG_DEBUG; p++) {
+        if (strcmp(name, level_names[p]) == 0) {
+            *priority = p;
+            return true;
+        }
+    }
+    return false;
+}
+
+void log_begin(log_record *r, int priority, const char *message)
+{
+    r->priority = priority;
+    r->enabled = priority <= g_max_priority;
+    r->message = message;
+    r->n_fields = 0;
+    r->used = 0;
+}
+
+static void add_field(log_record *r, const char *key, const char *fmt, va_list ap)
+{
+    if (!r->enabled || r->n_fields == LOG_MAX_FIELDS) return;
+    size_t room = sizeof r->values - r->used;
+    if (room < 2) return;
+    int n = vsnprintf(r->values + r->used, room, fmt, ap);
+    if (n < 0) return;
+    r->keys[r->n_fields] = key;
+    r->value_at[r->n_fields] = r->used;
+    r->n_fields++;
+    r->used += (size_t)n < room ? (size_t)n + 1 : room;
+}
+
+void log_fmt(log_record *r, const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add_field(r, key, fmt, ap);
+    va_end(ap);
+}
+
+void log_str(log_record *r, const char *key, const char *value)
+{
+    log_fmt(r, key, "%s", value ? value : "");
+}
+
+void log_int(log_record *r, const char *key, int64_t value)
+{
+    log_fmt(r, key, "%lld", (long long)value);
+}
+
+/* Appends s to the line, escaped for a JSON string or a logfmt value. */
+static void put_escaped(FILE *out, const char *s, bool json)
+{
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(out, "\\%c", ch);
+        else if (ch == '\n')
+            fputs("\\n", out);
+        else if (ch < 0x20)
+            fprintf(out, json ? "\\u%04x" : "\\x%02x", ch);
+        else
+            fputc(ch, out);
+    }
+}
+
+static bool needs_quotes(const char *s)
+{
+    if (!*s) return true;
+    for (; *s; s++)
+        if (*s == ' ' || *s == '"' || *s == '=' || (unsigned char)*s < 0x20) return true;
+    return false;
+}
+
+static void write_stderr(const log_record *r)
+{
+    struct timespec ts;
+    struct tm tm;
+    char when[40];
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    size_t n = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(when + n, sizeof when - n, ".%03ldZ", ts.tv_nsec / 1000000);
+
+    bool json = g_format == LOG_FORMAT_JSON;
+    pthread_mutex_lock(&g_stderr_lock);
+    if (json) {
+        fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"", when,
+                level_names[r->priority]);
+        put_escaped(stderr, r->message, true);
+        fputc('"', stderr);
+        for (int i = 0; i < r->n_fields; i++) {
+            fprintf(stderr, ",\"%s\":\"", r->keys[i]);
+            put_escaped(stderr, r->values + r->value_at[i], true);
+            fputc('"', stderr);
+        }
+        fputs("}\n", stderr);
+    } else {
+        fprintf(stderr, "ts=%s level=%s msg=\"", when, level_names[r->priority]);
+        put_escaped(stderr, r->message, false);
+        fputc('"', stderr);
+        for (int i = 0; i < r->n_fields; i++) {
+            const char *v = r->values + r->value_at[i];
+            fprintf(stderr, " %s=", r->keys[i]);
+            if (needs_quotes(v)) fputc('"', stderr);
+            put_escaped(stderr, v, false);
+            if (needs_quotes(v)) fputc('"', stderr);
+        }
+        fputc('\n', stderr);
+    }
+    fflush(stderr);
+    pthread_mutex_unlock(&g_stderr_lock);
+}
+
+/* Journal field names are upper case letters, digits and underscores. */
+static void journal_key(char *dst, size_t cap, const char *key)
+{
+    size_t i = 0;
+    for (; key[i] && i + 1 < cap; i++)
+        dst[i] = isalnum((unsigned char)key[i]) ? (char)toupper((unsigned char)key[i]) : '_';
+    dst[i] = '\0';
+}
+
+static void write_journal(const log_record *r)
+{
+    struct iovec iov[LOG_MAX_FIELDS + 3];
+    char lines[LOG_MAX_FIELDS + 3][1600];
+    int n = 0;
+    snprintf(lines[n], sizeof lines[n], "MESSAGE=%s", r->message);
+    snprintf(lines[++n], sizeof lines[n], "PRIORITY=%d", r->priority);
+    snprintf(lines[++n], sizeof lines[n], "SYSLOG_IDENTIFIER=lmscored");
+    for (int i = 0; i < r->n_fields; i++) {
+        char key[64];
+        journal_key(key, sizeof key, r->keys[i]);
+        snprintf(lines[++n], sizeof lines[n], "%s=%s", key, r->values + r->value_at[i]);
+    }
+    n++;
+    for (int i = 0; i < n; i++) {
+        iov[i].iov_base = lines[i];
+        iov[i].iov_len = strlen(lines[i]);
+    }
+    if (sd_journal_sendv(iov, n) < 0) write_stderr(r);
+}
+
+void log_end(log_record *r)
+{
+    if (!r->enabled) return;
+    if (g_journal)
+        write_journal(r);
+    else
+        write_stderr(r);
+}
+
+void log_msg(int priority, const char *message)
+{
+    log_record r;
+    log_begin(&r, priority, message);
+    log_end(&r);
+}

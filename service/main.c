@@ -1,0 +1,250 @@
+/*
+ * main.c — lmscored: configuration, startup order, signals and the drain.
+ *
+ * Startup: the server listens first and answers health NOT_SERVING while
+ * the model loads; after the model is loaded and one warm-up score ran, the
+ * phase becomes SERVING, health flips and systemd hears READY=1. The main
+ * thread then waits for SIGTERM/SIGINT, ticking the systemd watchdog and
+ * status. Drain: health NOT_SERVING, STOPPING=1, new scoring calls refused
+ * (UNAVAILABLE), in-flight ones finish up to --drain-timeout, then the
+ * server shuts down and the rest is cancelled.
+ */
+#include <grpc/grpc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "descriptors.h"
+#include "health.h"
+#include "log.h"
+#include "metrics.h"
+#include "reflection.h"
+#include "rpc_info.h"
+#include "rpc_score.h"
+#include "server.h"
+#include "service.h"
+#include "systemd.h"
+#include "test_hooks.h"
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int64_t ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+static void log_error(const char *what, const lms_error *err)
+{
+    log_record r;
+    log_begin(&r, LOG_ERR, what);
+    log_str(&r, "error", err->msg);
+    log_str(&r, "status", lms_status_name(err->status));
+    if (err->field[0]) log_str(&r, "field", err->field);
+    log_end(&r);
+}
+
+static void engine_options(const lmscored_config *cfg, lms_engine_options *eo)
+{
+    lms_engine_options_default(eo);
+    eo->algorithm = cfg->algorithm;
+    eo->max_packed_tokens = cfg->max_packed_tokens;
+    eo->prefix_cache_bytes = cfg->prefix_cache_bytes;
+    eo->delimiter = cfg->delimiter;
+    eo->max_items = cfg->max_items;
+    if (cfg->max_sequence_tokens > 0) eo->max_sequence_tokens = cfg->max_sequence_tokens;
+}
+
+/* One small score so the first real call does not pay for first-touch page
+ * faults and lazily built engine state. */
+static lms_status warm_up(lms_engine *engine, lms_error *err)
+{
+    int32_t token = lms_engine_options_get(engine)->delimiter == 0 ? 1 : 0;
+    int32_t query[2] = {token, token};
+    lms_tokens item = {.ids = query, .len = 1};
+    lms_score_request req = {.query = {.ids = query, .len = 2},
+                             .items = &item,
+                             .n_items = 1,
+                             .label_ids = &token,
+                             .n_labels = 1};
+    lms_score_result res;
+    memset(&res, 0, sizeof res);
+    lms_status st = lms_engine_score(engine, &req, NULL, &res, err);
+    lms_score_result_free(&res);
+    return st;
+}
+
+static lms_status load_model(const lmscored_config *cfg, lms_engine **out, lms_error *err)
+{
+    int64_t delay = test_hook_ms("LMSCORE_TEST_LOAD_DELAY_MS");
+    if (delay > 0) sleep_ms(delay);
+    lms_engine_options eo;
+    engine_options(cfg, &eo);
+    int64_t t0 = now_ms();
+    lms_status st = lms_engine_open(cfg->model_path, &eo, out, err);
+    if (st != LMS_OK) return st;
+    st = warm_up(*out, err);
+    if (st != LMS_OK) {
+        lms_engine_close(*out);
+        return lms_fail_context(err, "warm-up");
+    }
+    const lms_model_config *mc = lms_engine_model_config(*out);
+    log_record r;
+    log_begin(&r, LOG_INFO, "model loaded and warmed up");
+    log_str(&r, "model", mc->name);
+    log_str(&r, "arch", lms_arch_name(mc->arch));
+    log_int(&r, "vocab", mc->vocab_size);
+    log_int(&r, "ms", now_ms() - t0);
+    log_end(&r);
+    return LMS_OK;
+}
+
+/* Waits for SIGTERM or SIGINT, ticking systemd meanwhile. */
+static void serve_until_signal(const sigset_t *signals, systemd_notifier *sd, worker_pool *workers)
+{
+    for (;;) {
+        int64_t tick = systemd_tick_ms(sd);
+        struct timespec timeout = {tick / 1000, (tick % 1000) * 1000000};
+        int sig = sigtimedwait(signals, NULL, &timeout);
+        if (sig == SIGTERM || sig == SIGINT) {
+            log_record r;
+            log_begin(&r, LOG_INFO, "signal received: draining");
+            log_str(&r, "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+            log_end(&r);
+            return;
+        }
+        systemd_tick(sd, workers);
+    }
+}
+
+static void drain(service *svc, health *h, server *srv, systemd_notifier *sd)
+{
+    atomic_store(&svc->phase, PHASE_DRAINING);
+    health_set_serving(h, false);
+    systemd_stopping();
+    int64_t deadline = now_ms() + svc->cfg->drain_timeout_ms;
+    while (metrics_scoring_calls_in_flight() > 0 && now_ms() < deadline) {
+        systemd_tick(sd, svc->workers);
+        sleep_ms(10);
+    }
+    int32_t left = metrics_scoring_calls_in_flight();
+    if (left > 0) {
+        log_record r;
+        log_begin(&r, LOG_WARNING, "drain timeout: cancelling the calls still running");
+        log_int(&r, "calls", left);
+        log_end(&r);
+    }
+    health_end_watches(h);
+    int64_t grace = deadline - now_ms();
+    server_shutdown(srv, grace > 100 ? grace : 100);
+}
+
+static int run(const lmscored_config *cfg, const sigset_t *signals)
+{
+    lms_error err = {0};
+    descriptor_pool *pool = NULL;
+    health *h = health_create();
+    service svc = {.cfg = cfg};
+    atomic_init(&svc.phase, PHASE_LOADING);
+    if (!h || descriptor_pool_load_served(&pool, &err) != LMS_OK ||
+        worker_pool_start(cfg->workers, cfg->queue_depth, &svc.workers, &err) != LMS_OK) {
+        log_error("startup failed", &err);
+        if (pool) descriptor_pool_free(pool);
+        if (h) health_free(h);
+        return 1;
+    }
+
+    rpc_score_handlers score;
+    rpc_info_handlers info;
+    reflection_handlers refl;
+    rpc_score_init(&score, &svc);
+    rpc_info_init(&info, &svc);
+    reflection_init(&refl, pool);
+    const call_handler *handlers[] = {
+        &score.score,         &score.score_stream,     &score.score_items,      &info.tokenize,
+        &info.get_model_info, health_check_handler(h), health_watch_handler(h), &refl.v1,
+        &refl.v1alpha};
+
+    server_options so = {.listen = cfg->listen,
+                         .tls_cert = cfg->tls_cert,
+                         .tls_key = cfg->tls_key,
+                         .max_message_bytes = cfg->max_message_bytes};
+    server *srv = NULL;
+    int rc = 0;
+    if (server_start(&so, handlers, sizeof handlers / sizeof handlers[0], &srv, &err) != LMS_OK) {
+        log_error("cannot start the gRPC server", &err);
+        rc = 1;
+    } else {
+        log_record r;
+        log_begin(&r, LOG_INFO, "listening");
+        log_str(&r, "address", cfg->listen);
+        log_int(&r, "port", server_port(srv));
+        log_str(&r, "tls", cfg->tls_cert[0] ? "on" : "off");
+        log_end(&r);
+
+        systemd_notifier sd;
+        systemd_init(&sd);
+        systemd_status("loading the model");
+        lms_engine *engine = NULL;
+        if (load_model(cfg, &engine, &err) != LMS_OK) {
+            log_error("cannot load the model", &err);
+            systemd_status("failed to load the model");
+            atomic_store(&svc.phase, PHASE_DRAINING);
+            server_shutdown(srv, 0);
+            rc = 1;
+        } else {
+            svc.engine = engine;
+            atomic_store(&svc.phase, PHASE_SERVING);
+            health_set_serving(h, true);
+            systemd_ready(&sd);
+            log_msg(LOG_INFO, "serving");
+            serve_until_signal(signals, &sd, svc.workers);
+            drain(&svc, h, srv, &sd);
+        }
+        worker_pool_stop(svc.workers);
+        svc.workers = NULL;
+        server_destroy(srv);
+        if (engine) lms_engine_close(engine);
+    }
+    if (svc.workers) worker_pool_stop(svc.workers);
+    descriptor_pool_free(pool);
+    health_free(h);
+    if (rc == 0) log_msg(LOG_INFO, "stopped");
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    lmscored_config cfg;
+    config_outcome outcome;
+    lms_error err = {0};
+    if (config_parse(argc, argv, &cfg, &outcome, &err) != LMS_OK) {
+        fprintf(stderr, "lmscored: %s\n", err.msg);
+        return 2;
+    }
+    if (outcome == CONFIG_EXIT) return 0;
+    log_init(cfg.log_format, cfg.log_level);
+
+    /* Every thread inherits this mask, so the signals wait for
+     * sigtimedwait on the main thread. */
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    metrics_init();
+    call_layer_init(cfg.max_message_bytes);
+    grpc_init();
+    int rc = run(&cfg, &signals);
+    grpc_shutdown_blocking();
+    return rc;
+}

@@ -1,0 +1,152 @@
+/*
+ * rpc_info.c — Tokenize (on the worker pool: a long text is real work) and
+ * GetModelInfo (answered on the CQ thread from the loaded model's
+ * configuration, the server's limits and its counters).
+ */
+#include "rpc_info.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "lmscore/v1/score.pb-c.h"
+#include "metrics.h"
+#include "score_request.h"
+
+typedef struct {
+    worker_job base;
+    call *c;
+    lms_engine *engine;
+    Lmscore__V1__TokenizeRequest *req;
+} tokenize_job;
+
+static void tokenize_run(worker_job *base)
+{
+    tokenize_job *job = (tokenize_job *)base;
+    rpc_status st;
+    const lms_tokenizer *tok = lms_engine_tokenizer(job->engine);
+    if (call_should_stop(job->c)) {
+        call_stopped_status(job->c, &st);
+        call_finish(job->c, &st);
+    } else if (!tok) {
+        rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "no_tokenizer", "text",
+                       "text: the model has no tokenizer");
+        call_finish(job->c, &st);
+    } else {
+        int32_t *ids = NULL;
+        size_t n = 0;
+        lms_error err = {0};
+        if (lms_tokenizer_encode(tok, job->req->text, strlen(job->req->text),
+                                 job->req->add_special_tokens, &ids, &n, &err) != LMS_OK) {
+            rpc_status_from_error(&st, &err);
+            call_finish(job->c, &st);
+        } else {
+            Lmscore__V1__TokenizeResponse resp = LMSCORE__V1__TOKENIZE_RESPONSE__INIT;
+            resp.n_token_ids = n;
+            resp.token_ids = ids;
+            call_reply(job->c, &resp.base);
+        }
+        free(ids);
+    }
+    lmscore__v1__tokenize_request__free_unpacked(job->req, NULL);
+    metrics_job_leave();
+    call_unref(job->c);
+    free(job);
+}
+
+static void on_tokenize(call *c, const uint8_t *msg, size_t len)
+{
+    service *svc = call_ctx(c);
+    lms_engine *engine;
+    Lmscore__V1__TokenizeRequest *req = (Lmscore__V1__TokenizeRequest *)service_begin(
+        svc, c, &lmscore__v1__tokenize_request__descriptor, msg, len, &engine);
+    if (!req) return;
+    tokenize_job *job = calloc(1, sizeof *job);
+    if (job) *job = (tokenize_job){.base.run = tokenize_run, .c = c, .engine = engine, .req = req};
+    if (!job || !service_submit(svc, c, &job->base)) {
+        if (!job) {
+            rpc_status st;
+            rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, NULL, NULL, "out of memory");
+            call_finish(c, &st);
+        }
+        lmscore__v1__tokenize_request__free_unpacked(req, NULL);
+        free(job);
+    }
+}
+
+static void on_get_model_info(call *c, const uint8_t *msg, size_t len)
+{
+    service *svc = call_ctx(c);
+    lms_engine *engine;
+    ProtobufCMessage *req =
+        service_begin(svc, c, &lmscore__v1__get_model_info_request__descriptor, msg, len, &engine);
+    if (!req) return;
+    protobuf_c_message_free_unpacked(req, NULL);
+
+    const lms_model_config *mc = lms_engine_model_config(engine);
+    const lms_engine_options *eo = lms_engine_options_get(engine);
+    const lmscored_config *cfg = svc->cfg;
+
+    Lmscore__V1__GetModelInfoResponse resp = LMSCORE__V1__GET_MODEL_INFO_RESPONSE__INIT;
+    resp.model_name = (char *)mc->name;
+    resp.architecture = (char *)lms_arch_name(mc->arch);
+    resp.vocab_size = mc->vocab_size;
+    resp.context_length = mc->context_length;
+    Lmscore__V1__Algorithm algorithms[] = {LMSCORE__V1__ALGORITHM__ALGORITHM_SERIAL,
+                                           LMSCORE__V1__ALGORITHM__ALGORITHM_PACKED_DENSE,
+                                           LMSCORE__V1__ALGORITHM__ALGORITHM_PACKED_SEGMENT,
+                                           LMSCORE__V1__ALGORITHM__ALGORITHM_PREFILL_EXTEND};
+    resp.n_algorithms = sizeof algorithms / sizeof algorithms[0];
+    resp.algorithms = algorithms;
+    resp.default_algorithm = score_algorithm_to_proto(eo->algorithm);
+    resp.has_tokenizer = lms_engine_tokenizer(engine) != NULL;
+    resp.delimiter_token_id = eo->delimiter;
+    resp.num_layers = mc->n_layers;
+    resp.hidden_size = mc->d_model;
+    resp.num_attention_heads = mc->n_heads;
+    resp.num_key_value_heads = mc->n_kv_heads;
+
+    Lmscore__V1__Limits limits = LMSCORE__V1__LIMITS__INIT;
+    limits.max_items = eo->max_items;
+    limits.max_sequence_tokens = eo->max_sequence_tokens;
+    limits.max_message_bytes = cfg->max_message_bytes;
+    limits.max_packed_tokens = eo->max_packed_tokens;
+    limits.workers = cfg->workers;
+    limits.queue_depth = cfg->queue_depth;
+    resp.limits = &limits;
+
+    metrics_snapshot snap;
+    metrics_snapshot_get(&snap);
+    Lmscore__V1__ServerStats stats = LMSCORE__V1__SERVER_STATS__INIT;
+    stats.requests_total = snap.requests_total;
+    stats.items_total = snap.items_total;
+    stats.in_flight_calls = snap.in_flight_calls;
+    stats.in_flight_jobs = snap.in_flight_jobs;
+    stats.uptime_seconds = snap.uptime_seconds;
+    stats.engine_bytes = (int64_t)lms_alloc_current_bytes();
+    Lmscore__V1__ServerStats__ErrorsByCodeEntry entries[METRICS_N_CODES];
+    Lmscore__V1__ServerStats__ErrorsByCodeEntry *entry_ptrs[METRICS_N_CODES];
+    for (int code = 0; code < METRICS_N_CODES; code++) {
+        if (!snap.errors_by_code[code]) continue;
+        Lmscore__V1__ServerStats__ErrorsByCodeEntry *e = &entries[stats.n_errors_by_code];
+        lmscore__v1__server_stats__errors_by_code_entry__init(e);
+        e->key = (char *)metrics_code_name((grpc_status_code)code);
+        e->value = snap.errors_by_code[code];
+        entry_ptrs[stats.n_errors_by_code++] = e;
+    }
+    stats.errors_by_code = entry_ptrs;
+    resp.stats = &stats;
+    call_reply(c, &resp.base);
+}
+
+void rpc_info_init(rpc_info_handlers *h, service *svc)
+{
+    h->tokenize = (call_handler){.path = "/lmscore.v1.ScoreService/Tokenize",
+                                 .shape = CALL_UNARY,
+                                 .ctx = svc,
+                                 .on_message = on_tokenize};
+    h->get_model_info = (call_handler){.path = "/lmscore.v1.ScoreService/GetModelInfo",
+                                       .shape = CALL_UNARY,
+                                       .ctx = svc,
+                                       .on_message = on_get_model_info};
+}

@@ -1,0 +1,547 @@
+/*
+ * rpc_score.c — Score, ScoreStream and ScoreItems: decode and check a
+ * request on the CQ thread, queue its engine work to the pool (a full queue
+ * is RESOURCE_EXHAUSTED), stream results with back-pressure, stop the work
+ * when the call is cancelled or its deadline passes.
+ *
+ * ScoreItems runs its stream as a chain of jobs, one at a time: the header
+ * (query and labels prepared once), then one job per item batch. At most one
+ * received batch waits behind the running job; the next message is read only
+ * when that slot is free, so a fast client is throttled to the engine's pace
+ * and the server holds a bounded number of items per stream.
+ */
+#include "rpc_score.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+#include "score_encode.h"
+#include "score_request.h"
+#include "workers.h"
+
+/* ---- engine run shared by all three RPCs ---------------------------------- */
+
+typedef struct {
+    call *c;
+    bool stream; /* send chunks from on_items */
+    bool with_logprobs;
+    int64_t index_base; /* index of the first item of this engine call */
+    score_chunk_view view;
+    uint8_t *streamed; /* [n_items]: already sent by on_items */
+    int32_t n_labels;
+} engine_run;
+
+static int hook_should_stop(void *ctx)
+{
+    engine_run *run = ctx;
+    worker_note_progress();
+    return call_should_stop(run->c);
+}
+
+static bool send_chunk(engine_run *run, int32_t first, int32_t n, const float *scores,
+                       const float *logprobs)
+{
+    score_chunk_view_fill(&run->view, run->index_base + first, n, run->n_labels, scores, logprobs,
+                          run->with_logprobs);
+    Lmscore__V1__ScoreStreamResponse msg = LMSCORE__V1__SCORE_STREAM_RESPONSE__INIT;
+    msg.kind_case = LMSCORE__V1__SCORE_STREAM_RESPONSE__KIND_CHUNK;
+    msg.chunk = &run->view.chunk;
+    /* ScoreStreamResponse and ScoreItemsResponse have the same fields and
+     * numbers, so one encoding serves both streams. */
+    return call_send(run->c, &msg.base, true) == CALL_SENT;
+}
+
+static int hook_on_items(void *ctx, int32_t first, int32_t n, const float *scores,
+                         const float *logprobs)
+{
+    engine_run *run = ctx;
+    worker_note_progress();
+    if (!send_chunk(run, first, n, scores, logprobs)) return 1;
+    memset(run->streamed + first, 1, (size_t)n);
+    return 0;
+}
+
+/* Sends the items the engine finished without an on_items call. */
+static bool send_unstreamed(engine_run *run, const lms_score_result *res)
+{
+    int32_t i = 0;
+    while (i < res->n_items) {
+        if (run->streamed[i]) {
+            i++;
+            continue;
+        }
+        int32_t end = i;
+        while (end < res->n_items && !run->streamed[end])
+            end++;
+        size_t off = (size_t)i * (size_t)res->n_labels;
+        if (!send_chunk(run, i, end - i, res->scores + off, res->logprobs + off)) return false;
+        i = end;
+    }
+    return true;
+}
+
+/* Scores req for call c. On failure st holds the status to end the call
+ * with; on success res holds the result (streamed already when stream). */
+static bool run_engine(lms_engine *engine, engine_run *run, const lms_score_request *req,
+                       lms_score_result *res, rpc_status *st)
+{
+    lms_error err = {0};
+    run->n_labels = req->n_labels;
+    if (score_chunk_view_init(&run->view, (size_t)req->n_items, &err) != LMS_OK) {
+        rpc_status_from_error(st, &err);
+        return false;
+    }
+    lms_score_hooks hooks = {.should_stop = hook_should_stop, .ctx = run};
+    if (run->stream) {
+        run->streamed = calloc(req->n_items ? (size_t)req->n_items : 1, 1);
+        if (!run->streamed) {
+            rpc_status_set(st, GRPC_STATUS_RESOURCE_EXHAUSTED, NULL, NULL, "out of memory");
+            return false;
+        }
+        hooks.on_items = hook_on_items;
+    }
+    memset(res, 0, sizeof *res);
+    lms_status s = lms_engine_score(engine, req, &hooks, res, &err);
+    if (s == LMS_OK && run->stream && !send_unstreamed(run, res)) s = LMS_ERR_CANCELLED;
+    if (s == LMS_OK) {
+        metrics_items_scored(res->n_items);
+        return true;
+    }
+    if (s == LMS_ERR_CANCELLED || call_should_stop(run->c))
+        call_stopped_status(run->c, st);
+    else
+        rpc_status_from_error(st, &err);
+    return false;
+}
+
+static void engine_run_free(engine_run *run, lms_score_result *res)
+{
+    score_chunk_view_free(&run->view);
+    free(run->streamed);
+    run->streamed = NULL;
+    lms_score_result_free(res);
+}
+
+static void fill_summary(Lmscore__V1__ScoreSummary *sum, Lmscore__V1__Usage *usage,
+                         const score_header *h, lms_algorithm algo, const char *reason,
+                         int64_t n_items)
+{
+    lmscore__v1__score_summary__init(sum);
+    sum->n_label_token_ids = (size_t)h->n_labels;
+    sum->label_token_ids = h->label_ids;
+    sum->algorithm = score_algorithm_to_proto(algo);
+    sum->algorithm_reason = (char *)reason;
+    sum->usage = usage;
+    sum->item_count = n_items;
+}
+
+/* ---- Score and ScoreStream -------------------------------------------------- */
+
+typedef struct {
+    worker_job base;
+    service *svc;
+    call *c;
+    lms_engine *engine;
+    Lmscore__V1__ScoreRequest *req;
+    bool stream;
+} score_job;
+
+static void score_job_free(score_job *job)
+{
+    lmscore__v1__score_request__free_unpacked(job->req, NULL);
+    metrics_job_leave();
+    call_unref(job->c);
+    free(job);
+}
+
+static void score_job_run(worker_job *base)
+{
+    score_job *job = (score_job *)base;
+    call *c = job->c;
+    rpc_status st;
+    if (call_should_stop(c)) {
+        call_stopped_status(c, &st);
+        call_finish(c, &st);
+        score_job_free(job);
+        return;
+    }
+    lms_error err = {0};
+    score_header_fields fields;
+    score_header header;
+    score_items items;
+    score_header_fields_of_request(job->req, &fields);
+    if (score_header_prepare(job->engine, &fields, &header, &err) != LMS_OK) {
+        rpc_status_from_error(&st, &err);
+        call_finish(c, &st);
+        score_job_free(job);
+        return;
+    }
+    if (score_items_prepare(job->engine, &header, job->req->items, job->req->n_items, 0, &items,
+                            &err) != LMS_OK) {
+        rpc_status_from_error(&st, &err);
+        call_finish(c, &st);
+        score_header_free(&header);
+        score_job_free(job);
+        return;
+    }
+    lms_score_request req;
+    score_request_build(&header, &items, &req);
+    engine_run run = {.c = c, .stream = job->stream, .with_logprobs = header.return_logprobs};
+    lms_score_result res;
+    if (!run_engine(job->engine, &run, &req, &res, &st)) {
+        call_finish(c, &st);
+    } else if (job->stream) {
+        Lmscore__V1__Usage usage = LMSCORE__V1__USAGE__INIT;
+        score_usage_add(&usage, &res);
+        Lmscore__V1__ScoreSummary sum;
+        fill_summary(&sum, &usage, &header, res.algorithm, res.algorithm_reason, res.n_items);
+        Lmscore__V1__ScoreStreamResponse msg = LMSCORE__V1__SCORE_STREAM_RESPONSE__INIT;
+        msg.kind_case = LMSCORE__V1__SCORE_STREAM_RESPONSE__KIND_SUMMARY;
+        msg.summary = &sum;
+        call_reply(c, &msg.base);
+    } else {
+        Lmscore__V1__ScoreResponse resp;
+        Lmscore__V1__Usage usage;
+        score_response_fill(&resp, &usage, &run.view, &res, header.label_ids,
+                            header.return_logprobs);
+        call_reply(c, &resp.base);
+    }
+    engine_run_free(&run, &res);
+    score_items_free(&items);
+    score_header_free(&header);
+    score_job_free(job);
+}
+
+static void on_score_message(call *c, const uint8_t *msg, size_t len, bool stream)
+{
+    service *svc = call_ctx(c);
+    lms_engine *engine;
+    Lmscore__V1__ScoreRequest *req = (Lmscore__V1__ScoreRequest *)service_begin(
+        svc, c, &lmscore__v1__score_request__descriptor, msg, len, &engine);
+    if (!req) return;
+    score_job *job = calloc(1, sizeof *job);
+    if (job)
+        *job = (score_job){.base.run = score_job_run,
+                           .svc = svc,
+                           .c = c,
+                           .engine = engine,
+                           .req = req,
+                           .stream = stream};
+    if (!job || !service_submit(svc, c, &job->base)) {
+        if (!job) {
+            rpc_status st;
+            rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, NULL, NULL, "out of memory");
+            call_finish(c, &st);
+        }
+        lmscore__v1__score_request__free_unpacked(req, NULL);
+        free(job);
+    }
+}
+
+static void on_score(call *c, const uint8_t *msg, size_t len)
+{
+    on_score_message(c, msg, len, false);
+}
+
+static void on_score_stream(call *c, const uint8_t *msg, size_t len)
+{
+    on_score_message(c, msg, len, true);
+}
+
+/* ---- ScoreItems ------------------------------------------------------------- */
+
+typedef struct {
+    service *svc;
+    call *c;
+    lms_engine *engine;
+    pthread_mutex_t mu; /* guards the flags and the pending batch */
+    bool header_seen, half_closed, failed, job_running;
+    Lmscore__V1__ScoreItemsRequest *pending; /* a batch waiting for the running job */
+    int64_t pending_base;
+    int64_t next_index; /* stream index of the next batch's first item */
+
+    /* Written by the jobs, which run one at a time. */
+    score_header header;
+    bool header_ready;
+    Lmscore__V1__Usage usage;
+    lms_algorithm algorithm;
+    char algorithm_reason[200];
+    int64_t items_scored;
+} items_stream;
+
+typedef struct {
+    worker_job base;
+    items_stream *s;
+    Lmscore__V1__ScoreItemsRequest *msg; /* the header, or a batch */
+    int64_t index_base;
+} items_job;
+
+static void items_stream_free(void *state)
+{
+    items_stream *s = state;
+    if (s->pending) lmscore__v1__score_items_request__free_unpacked(s->pending, NULL);
+    score_header_free(&s->header);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+/* Ends the stream with st (NULL: already ended); the running job (if any)
+ * stops on its own. */
+static void items_fail(items_stream *s, const rpc_status *st)
+{
+    pthread_mutex_lock(&s->mu);
+    s->failed = true;
+    if (s->pending) lmscore__v1__score_items_request__free_unpacked(s->pending, NULL);
+    s->pending = NULL;
+    pthread_mutex_unlock(&s->mu);
+    if (st) call_finish(s->c, st);
+}
+
+/* Sends the summary and OK. Caller holds mu and has checked that nothing
+ * is running or pending and the client half-closed. */
+static void items_close_locked(items_stream *s)
+{
+    Lmscore__V1__ScoreSummary sum;
+    fill_summary(&sum, &s->usage, &s->header, s->algorithm, s->algorithm_reason, s->items_scored);
+    Lmscore__V1__ScoreItemsResponse msg = LMSCORE__V1__SCORE_ITEMS_RESPONSE__INIT;
+    msg.kind_case = LMSCORE__V1__SCORE_ITEMS_RESPONSE__KIND_SUMMARY;
+    msg.summary = &sum;
+    call_reply(s->c, &msg.base);
+}
+
+static void items_job_run(worker_job *base);
+
+/* Starts msg's job (taking msg over). Caller holds mu; false when the
+ * stream has failed instead (out of memory, or the queue is full). */
+static bool items_start_job_locked(items_stream *s, Lmscore__V1__ScoreItemsRequest *msg,
+                                   int64_t index_base)
+{
+    items_job *job = calloc(1, sizeof *job);
+    if (job) {
+        *job = (items_job){.base.run = items_job_run, .s = s, .msg = msg, .index_base = index_base};
+        s->job_running = true;
+        if (service_submit(s->svc, s->c, &job->base)) return true; /* else submit ended the call */
+        s->job_running = false;
+        free(job);
+    } else {
+        rpc_status st;
+        rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, NULL, NULL, "out of memory");
+        call_finish(s->c, &st);
+    }
+    lmscore__v1__score_items_request__free_unpacked(msg, NULL);
+    s->failed = true;
+    return false;
+}
+
+/* The engine numbers items within its batch; the client counts over the
+ * whole stream. */
+static void rebase_item_field(rpc_status *st, int64_t index_base)
+{
+    long long k;
+    const char *close = strchr(st->field, ']');
+    if (index_base == 0 || !close || sscanf(st->field, "items[%lld]", &k) != 1) return;
+    char field[sizeof st->field];
+    snprintf(field, sizeof field, "items[%lld]%.16s", k + (long long)index_base, close + 1);
+    char msg[sizeof st->message + sizeof field + 32];
+    snprintf(msg, sizeof msg, "%s (item %lld of the batch): %s", field, k, st->message);
+    memcpy(st->field, field, sizeof field);
+    memcpy(st->message, msg, sizeof st->message - 1);
+    st->message[sizeof st->message - 1] = '\0';
+}
+
+static bool items_run_header(items_stream *s, const Lmscore__V1__ScoreItemsHeader *h,
+                             rpc_status *st)
+{
+    score_header_fields fields;
+    lms_error err = {0};
+    score_header_fields_of_items_header(h, &fields);
+    if (score_header_prepare(s->engine, &fields, &s->header, &err) != LMS_OK) {
+        rpc_status_from_error(st, &err);
+        return false;
+    }
+    s->header_ready = true;
+    return true;
+}
+
+static bool items_run_batch(items_stream *s, const Lmscore__V1__ItemBatch *batch,
+                            int64_t index_base, rpc_status *st)
+{
+    lms_error err = {0};
+    score_items items;
+    if (score_items_prepare(s->engine, &s->header, batch->items, batch->n_items, index_base, &items,
+                            &err) != LMS_OK) {
+        rpc_status_from_error(st, &err);
+        return false;
+    }
+    lms_score_request req;
+    score_request_build(&s->header, &items, &req);
+    engine_run run = {.c = s->c,
+                      .stream = true,
+                      .with_logprobs = s->header.return_logprobs,
+                      .index_base = index_base};
+    lms_score_result res;
+    bool ok = run_engine(s->engine, &run, &req, &res, st);
+    if (ok) {
+        score_usage_add(&s->usage, &res);
+        s->algorithm = res.algorithm;
+        memcpy(s->algorithm_reason, res.algorithm_reason, sizeof s->algorithm_reason);
+        s->items_scored += res.n_items;
+    } else {
+        rebase_item_field(st, index_base);
+    }
+    engine_run_free(&run, &res);
+    score_items_free(&items);
+    return ok;
+}
+
+static void items_job_run(worker_job *base)
+{
+    items_job *job = (items_job *)base;
+    items_stream *s = job->s;
+    rpc_status st;
+    bool ok;
+    if (call_should_stop(s->c)) {
+        call_stopped_status(s->c, &st);
+        ok = false;
+    } else if (job->msg->kind_case == LMSCORE__V1__SCORE_ITEMS_REQUEST__KIND_HEADER) {
+        ok = items_run_header(s, job->msg->header, &st);
+    } else {
+        ok = items_run_batch(s, job->msg->items, job->index_base, &st);
+    }
+    lmscore__v1__score_items_request__free_unpacked(job->msg, NULL);
+    call *c = s->c;
+    free(job);
+
+    if (!ok) {
+        items_fail(s, &st);
+    } else {
+        pthread_mutex_lock(&s->mu);
+        s->job_running = false;
+        if (!s->failed) {
+            if (s->pending) {
+                Lmscore__V1__ScoreItemsRequest *next = s->pending;
+                s->pending = NULL;
+                if (items_start_job_locked(s, next, s->pending_base) && !s->half_closed)
+                    call_request_next(c); /* the pending slot is free again */
+            } else if (s->half_closed) {
+                items_close_locked(s);
+            }
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    metrics_job_leave();
+    call_unref(c);
+}
+
+static void on_items_message(call *c, const uint8_t *data, size_t len)
+{
+    items_stream *s = call_state(c);
+    rpc_status st;
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s) {
+            rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, NULL, NULL, "out of memory");
+            call_finish(c, &st);
+            return;
+        }
+        s->svc = call_ctx(c);
+        s->c = c;
+        pthread_mutex_init(&s->mu, NULL);
+        call_set_state(c, s);
+    }
+    if (!data) {
+        pthread_mutex_lock(&s->mu);
+        s->half_closed = true;
+        if (!s->header_seen) {
+            s->failed = true;
+            rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "missing_header", "header",
+                           "header: the stream ended before its header message");
+            call_finish(c, &st);
+        } else if (!s->failed && !s->job_running && !s->pending) {
+            items_close_locked(s);
+        }
+        pthread_mutex_unlock(&s->mu);
+        return;
+    }
+    Lmscore__V1__ScoreItemsRequest *msg = (Lmscore__V1__ScoreItemsRequest *)call_unpack(
+        c, &lmscore__v1__score_items_request__descriptor, data, len);
+    if (!msg) {
+        items_fail(s, NULL); /* call_unpack ended the call */
+        return;
+    }
+    bool is_header = msg->kind_case == LMSCORE__V1__SCORE_ITEMS_REQUEST__KIND_HEADER;
+    pthread_mutex_lock(&s->mu);
+    if (s->failed) {
+        pthread_mutex_unlock(&s->mu);
+        lmscore__v1__score_items_request__free_unpacked(msg, NULL);
+        return;
+    }
+    bool refuse = false;
+    if (!s->header_seen && !is_header) {
+        refuse = true;
+        rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "missing_header", "header",
+                       "header: the first message of a ScoreItems stream must be the header");
+    } else if (s->header_seen && is_header) {
+        refuse = true;
+        rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "duplicate_header", "header",
+                       "header: a ScoreItems stream has exactly one header, and it comes first");
+    } else if (!is_header && msg->kind_case != LMSCORE__V1__SCORE_ITEMS_REQUEST__KIND_ITEMS) {
+        refuse = true;
+        rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "missing_input", "items",
+                       "items: a message after the header must carry an item batch");
+    } else if (is_header && !(s->engine = service_engine(s->svc, &st))) {
+        refuse = true;
+    }
+    if (refuse) {
+        s->failed = true;
+        call_finish(c, &st);
+        pthread_mutex_unlock(&s->mu);
+        lmscore__v1__score_items_request__free_unpacked(msg, NULL);
+        return;
+    }
+    int64_t index_base = s->next_index;
+    if (is_header)
+        s->header_seen = true;
+    else
+        s->next_index += (int64_t)msg->items->n_items;
+    bool read_on = true;
+    if (s->job_running) {
+        s->pending = msg; /* read no further until the running job is done */
+        s->pending_base = index_base;
+        read_on = false;
+    } else {
+        read_on = items_start_job_locked(s, msg, index_base);
+    }
+    if (read_on) call_request_next(c);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void on_items_close(call *c, bool cancelled)
+{
+    items_stream *s = call_state(c);
+    if (s && cancelled) items_fail(s, NULL);
+}
+
+void rpc_score_init(rpc_score_handlers *h, service *svc)
+{
+    h->score = (call_handler){.path = "/lmscore.v1.ScoreService/Score",
+                              .shape = CALL_UNARY,
+                              .counts_as_scoring = true,
+                              .ctx = svc,
+                              .on_message = on_score};
+    h->score_stream = (call_handler){.path = "/lmscore.v1.ScoreService/ScoreStream",
+                                     .shape = CALL_SERVER_STREAMING,
+                                     .counts_as_scoring = true,
+                                     .ctx = svc,
+                                     .on_message = on_score_stream};
+    h->score_items = (call_handler){.path = "/lmscore.v1.ScoreService/ScoreItems",
+                                    .shape = CALL_BIDI_STREAMING,
+                                    .counts_as_scoring = true,
+                                    .ctx = svc,
+                                    .on_message = on_items_message,
+                                    .on_close = on_items_close,
+                                    .free_state = items_stream_free};
+}

@@ -1,0 +1,220 @@
+/*
+ * score_request.c — proto inputs → owned token arrays and an
+ * lms_score_request (see score_request.h).
+ */
+#include "score_request.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void score_header_fields_of_request(const Lmscore__V1__ScoreRequest *req, score_header_fields *f)
+{
+    *f = (score_header_fields){
+        .query = req->query,
+        .n_label_token_ids = req->n_label_token_ids,
+        .label_token_ids = req->label_token_ids,
+        .n_label_texts = req->n_label_texts,
+        .label_texts = req->label_texts,
+        .apply_softmax = req->apply_softmax,
+        .item_first = req->item_first,
+        .return_logprobs = req->return_logprobs,
+        .algorithm = req->algorithm,
+    };
+}
+
+void score_header_fields_of_items_header(const Lmscore__V1__ScoreItemsHeader *h,
+                                         score_header_fields *f)
+{
+    *f = (score_header_fields){
+        .query = h->query,
+        .n_label_token_ids = h->n_label_token_ids,
+        .label_token_ids = h->label_token_ids,
+        .n_label_texts = h->n_label_texts,
+        .label_texts = h->label_texts,
+        .apply_softmax = h->apply_softmax,
+        .item_first = h->item_first,
+        .return_logprobs = h->return_logprobs,
+        .algorithm = h->algorithm,
+    };
+}
+
+static lms_status algorithm_from_proto(Lmscore__V1__Algorithm a, lms_algorithm *out, lms_error *err)
+{
+    switch (a) {
+    case LMSCORE__V1__ALGORITHM__ALGORITHM_UNSPECIFIED:
+        *out = LMS_ALGO_AUTO;
+        return LMS_OK;
+    case LMSCORE__V1__ALGORITHM__ALGORITHM_SERIAL:
+        *out = LMS_ALGO_SERIAL;
+        return LMS_OK;
+    case LMSCORE__V1__ALGORITHM__ALGORITHM_PACKED_DENSE:
+        *out = LMS_ALGO_PACKED_DENSE;
+        return LMS_OK;
+    case LMSCORE__V1__ALGORITHM__ALGORITHM_PACKED_SEGMENT:
+        *out = LMS_ALGO_PACKED_SEGMENT;
+        return LMS_OK;
+    case LMSCORE__V1__ALGORITHM__ALGORITHM_PREFILL_EXTEND:
+        *out = LMS_ALGO_PREFILL_EXTEND;
+        return LMS_OK;
+    default:
+        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "unknown_algorithm", "algorithm",
+                        "algorithm: unknown value %d", (int)a);
+    }
+}
+
+Lmscore__V1__Algorithm score_algorithm_to_proto(lms_algorithm algo)
+{
+    switch (algo) {
+    case LMS_ALGO_SERIAL:
+        return LMSCORE__V1__ALGORITHM__ALGORITHM_SERIAL;
+    case LMS_ALGO_PACKED_DENSE:
+        return LMSCORE__V1__ALGORITHM__ALGORITHM_PACKED_DENSE;
+    case LMS_ALGO_PACKED_SEGMENT:
+        return LMSCORE__V1__ALGORITHM__ALGORITHM_PACKED_SEGMENT;
+    case LMS_ALGO_PREFILL_EXTEND:
+        return LMSCORE__V1__ALGORITHM__ALGORITHM_PREFILL_EXTEND;
+    case LMS_ALGO_AUTO:
+        break;
+    }
+    return LMSCORE__V1__ALGORITHM__ALGORITHM_UNSPECIFIED;
+}
+
+/* Copies or tokenizes one input into an owned array (never NULL on
+ * success, so an empty input still owns a buffer to free). */
+static lms_status input_tokens(const lms_engine *e, const Lmscore__V1__Input *in, bool text_inputs,
+                               bool add_special, const char *field, int32_t **ids, int32_t *len,
+                               lms_error *err)
+{
+    if (!in || in->kind_case == LMSCORE__V1__INPUT__KIND__NOT_SET)
+        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "missing_input", field,
+                        "%s: set either text or token_ids", field);
+    bool is_text = in->kind_case == LMSCORE__V1__INPUT__KIND_TEXT;
+    if (is_text != text_inputs)
+        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "mixed_input_types", field,
+                        "%s: is %s but the query is %s; all inputs of a request must be of "
+                        "one kind",
+                        field, is_text ? "text" : "token_ids", text_inputs ? "text" : "token_ids");
+    if (is_text) {
+        const lms_tokenizer *tok = lms_engine_tokenizer(e);
+        if (!tok)
+            return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "no_tokenizer", field,
+                            "%s: the model has no tokenizer; send token_ids", field);
+        size_t n = 0;
+        lms_status st =
+            lms_tokenizer_encode(tok, in->text, strlen(in->text), add_special, ids, &n, err);
+        if (st != LMS_OK) return lms_fail_context(err, "%s", field);
+        if (!*ids && !(*ids = malloc(sizeof **ids)))
+            return lms_fail(err, LMS_ERR_NOMEM, NULL, field, "out of memory");
+        *len = (int32_t)n;
+        return LMS_OK;
+    }
+    size_t n = in->token_ids ? in->token_ids->n_ids : 0;
+    *ids = malloc((n ? n : 1) * sizeof **ids);
+    if (!*ids) return lms_fail(err, LMS_ERR_NOMEM, NULL, field, "out of memory");
+    if (n) memcpy(*ids, in->token_ids->ids, n * sizeof **ids);
+    *len = (int32_t)n;
+    return LMS_OK;
+}
+
+static lms_status resolve_labels(const lms_engine *e, const score_header_fields *f, score_header *h,
+                                 lms_error *err)
+{
+    if (f->n_label_token_ids && f->n_label_texts)
+        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "mixed_input_types", "label_texts",
+                        "label_texts: give either label_token_ids or label_texts, not both");
+    size_t n = f->n_label_texts ? f->n_label_texts : f->n_label_token_ids;
+    h->label_ids = malloc((n ? n : 1) * sizeof *h->label_ids);
+    if (!h->label_ids) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
+    h->n_labels = (int32_t)n;
+    if (!f->n_label_texts) {
+        if (n) memcpy(h->label_ids, f->label_token_ids, n * sizeof *h->label_ids);
+        return LMS_OK;
+    }
+    const lms_tokenizer *tok = lms_engine_tokenizer(e);
+    if (!tok)
+        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "no_tokenizer", "label_texts",
+                        "label_texts: the model has no tokenizer; send label_token_ids");
+    for (size_t i = 0; i < n; i++) {
+        const char *text = f->label_texts[i];
+        if (lms_tokenizer_single_token(tok, text, strlen(text), &h->label_ids[i], err) != LMS_OK) {
+            /* name the request field, whatever the tokenizer called it */
+            char field[48];
+            snprintf(field, sizeof field, "label_texts[%zu]", i);
+            if (err) snprintf(err->field, sizeof err->field, "%s", field);
+            return lms_fail_context(err, "%s", field);
+        }
+    }
+    return LMS_OK;
+}
+
+lms_status score_header_prepare(const lms_engine *e, const score_header_fields *f,
+                                score_header *out, lms_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->apply_softmax = f->apply_softmax;
+    out->item_first = f->item_first;
+    out->return_logprobs = f->return_logprobs;
+    out->text_inputs = f->query && f->query->kind_case == LMSCORE__V1__INPUT__KIND_TEXT;
+    lms_status st = algorithm_from_proto(f->algorithm, &out->algorithm, err);
+    if (st == LMS_OK) st = resolve_labels(e, f, out, err);
+    if (st == LMS_OK)
+        st = input_tokens(e, f->query, out->text_inputs, true, "query", &out->query_ids,
+                          &out->query_len, err);
+    if (st != LMS_OK) score_header_free(out);
+    return st;
+}
+
+void score_header_free(score_header *h)
+{
+    free(h->query_ids);
+    free(h->label_ids);
+    h->query_ids = h->label_ids = NULL;
+}
+
+lms_status score_items_prepare(const lms_engine *e, const score_header *h,
+                               Lmscore__V1__Input *const *items, size_t n_items, int64_t index_base,
+                               score_items *out, lms_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->items = calloc(n_items ? n_items : 1, sizeof *out->items);
+    if (!out->items) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
+    for (size_t i = 0; i < n_items; i++) {
+        char field[48];
+        snprintf(field, sizeof field, "items[%lld]", (long long)(index_base + (int64_t)i));
+        int32_t *ids;
+        int32_t len;
+        lms_status st = input_tokens(e, items[i], h->text_inputs, false, field, &ids, &len, err);
+        if (st != LMS_OK) {
+            score_items_free(out);
+            return st;
+        }
+        out->items[i] = (lms_tokens){.ids = ids, .len = len};
+        out->n_items = (int32_t)i + 1;
+        out->n_tokens += len;
+    }
+    return LMS_OK;
+}
+
+void score_items_free(score_items *it)
+{
+    for (int32_t i = 0; i < it->n_items; i++)
+        free((void *)it->items[i].ids);
+    free(it->items);
+    it->items = NULL;
+    it->n_items = 0;
+}
+
+void score_request_build(const score_header *h, const score_items *it, lms_score_request *out)
+{
+    *out = (lms_score_request){
+        .query = {.ids = h->query_ids, .len = h->query_len},
+        .items = it->items,
+        .n_items = it->n_items,
+        .label_ids = h->label_ids,
+        .n_labels = h->n_labels,
+        .apply_softmax = h->apply_softmax,
+        .item_first = h->item_first,
+        .algorithm = h->algorithm,
+    };
+}

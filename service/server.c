@@ -1,0 +1,277 @@
+/*
+ * server.c — the gRPC core server, its completion queue and the one thread
+ * that drains it. Every CQ tag is a cq_tag whose done() is the next step.
+ */
+#include "server.h"
+
+#include <grpc/grpc_security.h>
+#include <grpc/support/time.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+/* Calls accepted concurrently: the core hands out a call only against an
+ * outstanding request, so a few requests keep bursts from waiting. */
+#define ACCEPT_SLOTS 16
+
+typedef struct {
+    cq_tag base;
+    server *srv;
+    grpc_call *call;
+    grpc_call_details details;
+    grpc_metadata_array metadata;
+} accept_slot;
+
+typedef struct {
+    cq_tag base;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+} shutdown_tag;
+
+struct server {
+    grpc_server *grpc;
+    grpc_completion_queue *cq;
+    pthread_t cq_thread;
+    bool cq_thread_started;
+    int port;
+    atomic_bool shutting_down;
+    const call_handler *const *handlers;
+    size_t n_handlers;
+    accept_slot slots[ACCEPT_SLOTS];
+    shutdown_tag shutdown;
+};
+
+static void arm(accept_slot *slot)
+{
+    grpc_call_details_init(&slot->details);
+    grpc_metadata_array_init(&slot->metadata);
+    slot->call = NULL;
+    grpc_server_request_call(slot->srv->grpc, &slot->call, &slot->details, &slot->metadata,
+                             slot->srv->cq, slot->srv->cq, &slot->base);
+}
+
+static const call_handler *find_handler(const server *s, grpc_slice method)
+{
+    for (size_t i = 0; i < s->n_handlers; i++) {
+        const char *path = s->handlers[i]->path;
+        if (GRPC_SLICE_LENGTH(method) == strlen(path) &&
+            memcmp(GRPC_SLICE_START_PTR(method), path, strlen(path)) == 0)
+            return s->handlers[i];
+    }
+    return NULL;
+}
+
+static void on_accept(cq_tag *tag, bool ok)
+{
+    accept_slot *slot = (accept_slot *)tag;
+    server *s = slot->srv;
+    if (ok && slot->call) {
+        char method[128];
+        size_t len = GRPC_SLICE_LENGTH(slot->details.method);
+        if (len >= sizeof method) len = sizeof method - 1;
+        memcpy(method, GRPC_SLICE_START_PTR(slot->details.method), len);
+        method[len] = '\0';
+        call_accept(slot->call, find_handler(s, slot->details.method), method,
+                    slot->details.deadline);
+    }
+    grpc_call_details_destroy(&slot->details);
+    grpc_metadata_array_destroy(&slot->metadata);
+    if (ok && !atomic_load(&s->shutting_down)) arm(slot);
+}
+
+static void on_shutdown(cq_tag *tag, bool ok)
+{
+    (void)ok;
+    shutdown_tag *t = (shutdown_tag *)tag;
+    pthread_mutex_lock(&t->mu);
+    t->done = true;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void *cq_loop(void *arg)
+{
+    server *s = arg;
+    for (;;) {
+        grpc_event ev =
+            grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+        if (ev.type == GRPC_QUEUE_SHUTDOWN) break;
+        if (ev.type == GRPC_OP_COMPLETE) ((cq_tag *)ev.tag)->done(ev.tag, ev.success != 0);
+    }
+    return NULL;
+}
+
+static char *read_file(const char *path, lms_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        lms_fail(err, LMS_ERR_IO, NULL, path, "cannot open %s", path);
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 16384;
+            char *grown = realloc(buf, cap);
+            if (!grown) {
+                free(buf);
+                fclose(f);
+                lms_fail(err, LMS_ERR_NOMEM, NULL, path, "out of memory reading %s", path);
+                return NULL;
+            }
+            buf = grown;
+        }
+        size_t n = fread(buf + len, 1, 4096, f);
+        len += n;
+        if (n < 4096) break;
+    }
+    bool failed = ferror(f);
+    fclose(f);
+    if (failed) {
+        free(buf);
+        lms_fail(err, LMS_ERR_IO, NULL, path, "cannot read %s", path);
+        return NULL;
+    }
+    buf[len] = '\0';
+    return buf;
+}
+
+static grpc_server_credentials *make_credentials(const server_options *opt, lms_error *err)
+{
+    if (!opt->tls_cert || !opt->tls_cert[0]) return grpc_insecure_server_credentials_create();
+    char *cert = read_file(opt->tls_cert, err);
+    if (!cert) return NULL;
+    char *key = read_file(opt->tls_key, err);
+    if (!key) {
+        free(cert);
+        return NULL;
+    }
+    grpc_ssl_pem_key_cert_pair pair = {.private_key = key, .cert_chain = cert};
+    grpc_server_credentials *creds = grpc_ssl_server_credentials_create(NULL, &pair, 1, 0, NULL);
+    free(cert);
+    free(key);
+    if (!creds) lms_fail(err, LMS_ERR_FORMAT, NULL, "tls-cert", "unusable TLS certificate or key");
+    return creds;
+}
+
+lms_status server_start(const server_options *opt, const call_handler *const *handlers,
+                        size_t n_handlers, server **out, lms_error *err)
+{
+    server *s = calloc(1, sizeof *s);
+    if (!s) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
+    s->handlers = handlers;
+    s->n_handlers = n_handlers;
+    pthread_mutex_init(&s->shutdown.mu, NULL);
+    pthread_cond_init(&s->shutdown.cv, NULL);
+    s->shutdown.base.done = on_shutdown;
+
+    grpc_arg args[3];
+    args[0].type = GRPC_ARG_INTEGER;
+    args[0].key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
+    args[0].value.integer = (int)opt->max_message_bytes;
+    args[1].type = GRPC_ARG_INTEGER;
+    args[1].key = GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
+    args[1].value.integer = (int)opt->max_message_bytes;
+    /* A second daemon on a port in use must fail to bind, not share it. */
+    args[2].type = GRPC_ARG_INTEGER;
+    args[2].key = GRPC_ARG_ALLOW_REUSEPORT;
+    args[2].value.integer = 0;
+    grpc_channel_args channel_args = {.num_args = 3, .args = args};
+
+    s->grpc = grpc_server_create(&channel_args, NULL);
+    s->cq = grpc_completion_queue_create_for_next(NULL);
+    grpc_server_register_completion_queue(s->grpc, s->cq, NULL);
+
+    lms_status st = LMS_OK;
+    grpc_server_credentials *creds = make_credentials(opt, err);
+    if (!creds) {
+        st = err ? err->status : LMS_ERR_IO;
+    } else {
+        s->port = grpc_server_add_http2_port(s->grpc, opt->listen, creds);
+        grpc_server_credentials_release(creds);
+        if (s->port == 0)
+            st = lms_fail(err, LMS_ERR_IO, "bind_failed", "listen", "cannot listen on %s",
+                          opt->listen);
+    }
+    if (st != LMS_OK) {
+        server_shutdown(s, 0);
+        server_destroy(s);
+        return st;
+    }
+
+    grpc_server_start(s->grpc);
+    for (int i = 0; i < ACCEPT_SLOTS; i++) {
+        s->slots[i].base.done = on_accept;
+        s->slots[i].srv = s;
+        arm(&s->slots[i]);
+    }
+    if (pthread_create(&s->cq_thread, NULL, cq_loop, s) != 0) {
+        server_shutdown(s, 0);
+        server_destroy(s);
+        return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "cannot start the completion queue thread");
+    }
+    s->cq_thread_started = true;
+    *out = s;
+    return LMS_OK;
+}
+
+int server_port(const server *s)
+{
+    return s->port;
+}
+
+static bool wait_shutdown(server *s, int64_t ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+    pthread_mutex_lock(&s->shutdown.mu);
+    while (!s->shutdown.done) {
+        if (ms < 0)
+            pthread_cond_wait(&s->shutdown.cv, &s->shutdown.mu);
+        else if (pthread_cond_timedwait(&s->shutdown.cv, &s->shutdown.mu, &until) != 0)
+            break;
+    }
+    bool done = s->shutdown.done;
+    pthread_mutex_unlock(&s->shutdown.mu);
+    return done;
+}
+
+void server_shutdown(server *s, int64_t grace_ms)
+{
+    atomic_store(&s->shutting_down, true);
+    grpc_server_shutdown_and_notify(s->grpc, s->cq, &s->shutdown.base);
+    if (!s->cq_thread_started) {
+        /* startup failed: no CQ thread, so run the remaining tags here */
+        while (!s->shutdown.done) {
+            grpc_event ev =
+                grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+            ((cq_tag *)ev.tag)->done(ev.tag, ev.success != 0);
+        }
+        return;
+    }
+    if (!wait_shutdown(s, grace_ms)) {
+        log_msg(LOG_WARNING, "calls still running after the grace period: cancelling them");
+        grpc_server_cancel_all_calls(s->grpc);
+        wait_shutdown(s, -1);
+    }
+}
+
+void server_destroy(server *s)
+{
+    grpc_server_destroy(s->grpc);
+    grpc_completion_queue_shutdown(s->cq);
+    if (s->cq_thread_started) pthread_join(s->cq_thread, NULL);
+    grpc_completion_queue_destroy(s->cq);
+    pthread_mutex_destroy(&s->shutdown.mu);
+    pthread_cond_destroy(&s->shutdown.cv);
+    free(s);
+}

@@ -1,0 +1,34 @@
+/*
+ * server.h — the gRPC server and its completion-queue thread: binds the
+ * listen address (TLS when given a certificate), accepts calls and hands
+ * each to its method's handler through the call layer.
+ */
+#ifndef LMSCORED_SERVER_H
+#define LMSCORED_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "call.h"
+#include "status.h"
+
+typedef struct {
+    const char *listen;   /* host:port; port 0 picks one */
+    const char *tls_cert; /* PEM file paths, both NULL/empty for plaintext */
+    const char *tls_key;
+    int64_t max_message_bytes;
+} server_options;
+
+typedef struct server server;
+
+/* Binds, starts the server and its CQ thread. handlers: the methods served. */
+lms_status server_start(const server_options *opt, const call_handler *const *handlers,
+                        size_t n_handlers, server **out, lms_error *err);
+int server_port(const server *s);
+/* Stops accepting calls; calls still running after grace_ms are cancelled.
+ * Returns once every call is over. */
+void server_shutdown(server *s, int64_t grace_ms);
+/* After server_shutdown: joins the CQ thread and frees everything. */
+void server_destroy(server *s);
+
+#endif

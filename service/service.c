@@ -1,0 +1,51 @@
+/*
+ * service.c — what every engine-backed call starts with: the phase check
+ * and the hand-off to the worker pool.
+ */
+#include "service.h"
+
+#include "metrics.h"
+
+lms_engine *service_engine(service *svc, rpc_status *st)
+{
+    switch ((service_phase)atomic_load(&svc->phase)) {
+    case PHASE_SERVING:
+        return svc->engine;
+    case PHASE_LOADING:
+        rpc_status_set(st, GRPC_STATUS_UNAVAILABLE, "not_ready", NULL,
+                       "the model is still loading; retry when health says SERVING");
+        return NULL;
+    case PHASE_DRAINING:
+        break;
+    }
+    rpc_status_set(st, GRPC_STATUS_UNAVAILABLE, "draining", NULL,
+                   "the server is shutting down; retry on another replica");
+    return NULL;
+}
+
+ProtobufCMessage *service_begin(service *svc, call *c, const ProtobufCMessageDescriptor *desc,
+                                const uint8_t *msg, size_t len, lms_engine **engine)
+{
+    rpc_status st;
+    *engine = service_engine(svc, &st);
+    if (!*engine) {
+        call_finish(c, &st);
+        return NULL;
+    }
+    return call_unpack(c, desc, msg, len);
+}
+
+bool service_submit(service *svc, call *c, worker_job *job)
+{
+    call_ref(c);
+    metrics_job_enter();
+    if (worker_pool_submit(svc->workers, job)) return true;
+    metrics_job_leave();
+    call_unref(c);
+    rpc_status st;
+    rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, "queue_full", NULL,
+                   "the server's work queue is full (%d jobs waiting); retry later",
+                   svc->cfg->queue_depth);
+    call_finish(c, &st);
+    return false;
+}

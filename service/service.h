@@ -1,0 +1,42 @@
+/*
+ * service.h — what the RPC handlers share: the configuration, the engine
+ * (published once loaded), the worker pool and the daemon's phase
+ * (loading → serving → draining).
+ */
+#ifndef LMSCORED_SERVICE_H
+#define LMSCORED_SERVICE_H
+
+#include <stdatomic.h>
+
+#include "call.h"
+#include "config.h"
+#include "lmscore.h"
+#include "status_details.h"
+#include "workers.h"
+
+typedef enum { PHASE_LOADING, PHASE_SERVING, PHASE_DRAINING } service_phase;
+
+typedef struct {
+    const lmscored_config *cfg;
+    worker_pool *workers;
+    lms_engine *engine; /* set before the phase becomes SERVING */
+    atomic_int phase;
+} service;
+
+/* The engine when the daemon is serving; otherwise NULL and st is set to
+ * UNAVAILABLE (reason not_ready or draining). */
+lms_engine *service_engine(service *svc, rpc_status *st);
+
+/* The start of every engine-backed unary call: the engine (phase check)
+ * and the decoded request. NULL when the call has been ended instead
+ * (UNAVAILABLE, or INVALID_ARGUMENT for a malformed message). */
+ProtobufCMessage *service_begin(service *svc, call *c, const ProtobufCMessageDescriptor *desc,
+                                const uint8_t *msg, size_t len, lms_engine **engine);
+
+/* Queues job for call c, holding a call reference and an in-flight job
+ * count for it (the job gives both back when done). On a full queue the
+ * call ends with RESOURCE_EXHAUSTED (reason queue_full) and false is
+ * returned; job is then still the caller's. */
+bool service_submit(service *svc, call *c, worker_job *job);
+
+#endif

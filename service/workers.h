@@ -1,0 +1,39 @@
+/*
+ * workers.h — the engine worker pool: N threads taking jobs from one
+ * bounded FIFO. A full queue refuses the job (the caller answers
+ * RESOURCE_EXHAUSTED) instead of growing. Each worker records when it last
+ * made progress, so the systemd watchdog can tell a busy worker from a
+ * stuck one.
+ */
+#ifndef LMSCORED_WORKERS_H
+#define LMSCORED_WORKERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "status.h"
+
+typedef struct worker_job {
+    /* Runs on a worker thread and takes the job over (frees it). */
+    void (*run)(struct worker_job *job);
+    struct worker_job *next; /* the pool's queue link */
+} worker_job;
+
+typedef struct worker_pool worker_pool;
+
+lms_status worker_pool_start(int n_workers, int queue_depth, worker_pool **out, lms_error *err);
+/* Queues job; false when queue_depth jobs already wait or the pool stops. */
+bool worker_pool_submit(worker_pool *p, worker_job *job);
+/* Runs what is queued, then joins the workers and frees the pool. */
+void worker_pool_stop(worker_pool *p);
+
+int worker_pool_queued(worker_pool *p);
+/* The longest time, in ms, that a busy worker has gone without progress
+ * (0 when every worker is idle or progressing). */
+int64_t worker_pool_stalled_ms(worker_pool *p);
+
+/* Called by a job (e.g. from the engine's should_stop poll) to say it is
+ * making progress; a no-op outside worker threads. */
+void worker_note_progress(void);
+
+#endif

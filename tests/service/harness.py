@@ -1,0 +1,191 @@
+"""harness.py — runs the real lmscored for the service tests.
+
+A Daemon is one lmscored process on 127.0.0.1 with a port the kernel picked
+(--listen 127.0.0.1:0; the port is read from the "listening" log line), so
+suites can run in parallel. stop() sends SIGTERM and checks a clean exit: code
+0 and no sanitizer report (the test build runs the daemon under ASan/UBSan
+with leak detection).
+
+Paths come from the environment that tests/service.cmake sets:
+LMSCORE_BUILD_DIR (lmscored, lmscored-test-hooks, lmscore-local, models/) and
+PYTHONPATH (the stubs generated at build time).
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+import grpc
+
+from google.rpc import error_details_pb2, status_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from lmscore.v1 import score_pb2, score_pb2_grpc
+
+BUILD = os.environ["LMSCORE_BUILD_DIR"]
+LMSCORED = os.path.join(BUILD, "service", "lmscored")
+LMSCORED_TEST_HOOKS = os.path.join(BUILD, "service", "lmscored-test-hooks")
+LMSCORE_LOCAL = os.path.join(BUILD, "tools", "lmscore-local")
+MODEL = os.environ.get("LMSCORE_TEST_MODEL", os.path.join(BUILD, "models", "tiny-qwen3.gguf"))
+
+# Under ASan on two shared cores everything is slow: generous, not infinite.
+START_TIMEOUT = 180
+
+
+class Daemon:
+    def __init__(self, *args, env=None, binary=LMSCORED, wait_serving=True, model=MODEL):
+        self.args = ["--model", model, "--listen", "127.0.0.1:0", *args]
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        self.lines = []
+        self._cv = threading.Condition()
+        self.proc = subprocess.Popen([binary, *self.args], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     env=full_env, text=True, errors="replace")
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        line = self.wait_for_log(r'msg="listening"', START_TIMEOUT)
+        self.port = int(re.search(r"port=(\d+)", line).group(1))
+        self.target = f"127.0.0.1:{self.port}"
+        self.returncode = None
+        if wait_serving:
+            self.wait_serving()
+
+    def _read(self):
+        for line in self.proc.stderr:
+            with self._cv:
+                self.lines.append(line.rstrip("\n"))
+                self._cv.notify_all()
+        with self._cv:
+            self._cv.notify_all()
+
+    def log(self):
+        with self._cv:
+            return "\n".join(self.lines)
+
+    def wait_for_log(self, pattern, timeout):
+        deadline = time.monotonic() + timeout
+        rx = re.compile(pattern)
+        seen = 0
+        with self._cv:
+            while True:
+                for line in self.lines[seen:]:
+                    if rx.search(line):
+                        return line
+                seen = len(self.lines)
+                left = deadline - time.monotonic()
+                if left <= 0 or (self.proc.poll() is not None and not self._reader.is_alive()):
+                    raise AssertionError(f"no log line matching {pattern!r}; log:\n"
+                                         + "\n".join(self.lines))
+                self._cv.wait(min(left, 0.5))
+
+    def channel(self, **options):
+        return grpc.insecure_channel(self.target, options=list(options.items()))
+
+    def stub(self, channel=None):
+        return score_pb2_grpc.ScoreServiceStub(channel or self.channel())
+
+    def wait_serving(self, timeout=START_TIMEOUT):
+        deadline = time.monotonic() + timeout
+        with self.channel() as ch:
+            health = health_pb2_grpc.HealthStub(ch)
+            while True:
+                try:
+                    if health.Check(health_pb2.HealthCheckRequest(), timeout=5).status == \
+                            health_pb2.HealthCheckResponse.SERVING:
+                        return
+                except grpc.RpcError:
+                    pass
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise AssertionError("lmscored never became SERVING; log:\n" + self.log())
+                time.sleep(0.05)
+
+    def stats(self):
+        with self.channel() as ch:
+            return self.stub(ch).GetModelInfo(score_pb2.GetModelInfoRequest(), timeout=30).stats
+
+    def wait_idle(self, timeout=60):
+        """Waits until no scoring call or job is in flight; returns the stats."""
+        deadline = time.monotonic() + timeout
+        while True:
+            st = self.stats()
+            if st.in_flight_calls == 0 and st.in_flight_jobs == 0:
+                return st
+            if time.monotonic() > deadline:
+                raise AssertionError(f"still in flight after {timeout}s: {st}")
+            time.sleep(0.05)
+
+    def rss_kb(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        raise AssertionError("no VmRSS")
+
+    def stop(self, sig=signal.SIGTERM, timeout=120):
+        if self.returncode is None:
+            if self.proc.poll() is None:
+                self.proc.send_signal(sig)
+            try:
+                self.returncode = self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("lmscored did not stop; log:\n" + self.log())
+            self._reader.join(10)
+        return self.returncode
+
+    def stop_clean(self):
+        """Stops the daemon and asserts a clean exit."""
+        rc = self.stop()
+        log = self.log()
+        assert "Sanitizer" not in log and "runtime error" not in log, log
+        assert rc == 0, f"lmscored exited {rc}; log:\n{log}"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.stop_clean()
+        else:
+            self.stop(signal.SIGKILL)
+
+
+def error_info(err):
+    """The google.rpc.ErrorInfo of a failed call (None when it has none)."""
+    for key, value in err.trailing_metadata() or ():
+        if key == "grpc-status-details-bin":
+            status = status_pb2.Status.FromString(value)
+            assert status.code == err.code().value[0], (status, err.code())
+            assert status.message == err.details()
+            for detail in status.details:
+                info = error_details_pb2.ErrorInfo()
+                if detail.Unpack(info):
+                    return info
+    return None
+
+
+def local_score(request):
+    """Scores a request (lmscore-local's JSON form) in-process with the engine."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(request, f)
+        path = f.name
+    try:
+        out = subprocess.run([LMSCORE_LOCAL, "--model", MODEL, "--request", path],
+                             capture_output=True, text=True, timeout=600, check=False)
+    finally:
+        os.unlink(path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return json.loads(out.stdout)
+
+
+def tokens(ids):
+    return score_pb2.Input(token_ids=score_pb2.TokenIds(ids=ids))
+
+
+def text(s):
+    return score_pb2.Input(text=s)
