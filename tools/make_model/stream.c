@@ -65,6 +65,10 @@ lms_status mm_stream_tensor(mm_out *out, const mm_spec *spec, const mm_tensor *t
     const int64_t chunk_rows = t->cols >= CHUNK_ELEMENTS ? 1 : CHUNK_ELEMENTS / t->cols;
     const int64_t rows = chunk_rows < t->rows ? chunk_rows : t->rows;
     const uint64_t encoded_row = row_bytes(t->cols, type);
+    /* Stored in the checkpoint dtype, the encoding is the rounding; stored
+     * otherwise (F32 norms of an f16 model), round to it first. */
+    const mm_dtype checkpoint = mm_spec_checkpoint_dtype(spec);
+    const mm_dtype rounding = type == checkpoint ? MM_DTYPE_F32 : checkpoint;
     float *values = malloc((size_t)(rows * t->cols) * sizeof *values);
     uint8_t *encoded = malloc((size_t)(encoded_row * (uint64_t)rows));
     if (!values || !encoded) {
@@ -79,7 +83,7 @@ lms_status mm_stream_tensor(mm_out *out, const mm_spec *spec, const mm_tensor *t
             const int64_t row =
                 layout == MM_LAYOUT_GGUF ? mm_weights_hf_row(t, first + r) : first + r;
             float *x = values + r * t->cols;
-            mm_weights_row(spec, t, row, x);
+            mm_weights_row(spec, t, row, rounding, x);
             encode_row(x, t->cols, type, encoded + (uint64_t)r * encoded_row);
         }
         mm_out_write(out, encoded, (size_t)(encoded_row * (uint64_t)n));

@@ -68,7 +68,8 @@ static void llama3_rope_factors(const mm_spec *s, float *out)
     }
 }
 
-void mm_weights_row(const mm_spec *spec, const mm_tensor *t, int64_t row, float *out)
+void mm_weights_row(const mm_spec *spec, const mm_tensor *t, int64_t row, mm_dtype rounding,
+                    float *out)
 {
     if (t->init == MM_INIT_ROPE_FREQS) {
         llama3_rope_factors(spec, out);
@@ -76,10 +77,9 @@ void mm_weights_row(const mm_spec *spec, const mm_tensor *t, int64_t row, float 
     }
     const uint64_t key = mix64(spec->seed ^ mix64(fnv1a64(t->hf_name)));
     const uint64_t first = (uint64_t)row * (uint64_t)t->cols;
-    const mm_dtype dtype = mm_spec_checkpoint_dtype(spec);
     for (int64_t c = 0; c < t->cols; c++) {
         double z = normalish(mix64(key + (first + (uint64_t)c + 1) * GOLDEN_GAMMA));
-        out[c] = round_to(dtype, (float)(t->mean + t->std * z));
+        out[c] = round_to(rounding, (float)(t->mean + t->std * z));
     }
 }
 
