@@ -1,0 +1,311 @@
+/*
+ * report.c — CSV and Markdown output of the engine benchmark (see report.h).
+ */
+#include "report.h"
+
+#include <cblas.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MIB (1024.0 * 1024.0)
+
+static FILE *open_in(const char *dir, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) fprintf(stderr, "bench_engine: cannot write %s\n", path);
+    return f;
+}
+
+int report_open(report *r, const char *dir)
+{
+    memset(r, 0, sizeof *r);
+    r->sgemm_csv = open_in(dir, "sgemm.csv");
+    r->forward_csv = open_in(dir, "forward.csv");
+    r->multi_csv = open_in(dir, "multi_item.csv");
+    r->md = open_in(dir, "engine.md");
+    if (!r->sgemm_csv || !r->forward_csv || !r->multi_csv || !r->md) {
+        report_close(r);
+        return -1;
+    }
+    fprintf(r->sgemm_csv, "m,n,k,best_seconds,gflops\n");
+    fprintf(r->forward_csv,
+            "tokens,reps,best_seconds,useful_gflop,useful_gflops,"
+            "sgemm_peak_gflops,pct_of_sgemm_peak,engine_peak_mib,peak_rss_mib,cpu_share\n");
+    fprintf(
+        r->multi_csv,
+        "workload,workload_index,workload_label,q,n,l,algorithm,status,ran_as,items_timed,"
+        "wall_s,full_request_s,items_per_s,speedup_vs_serial,useful_gflop,useful_gflops,"
+        "pct_of_sgemm_peak,computed_tokens,cached_tokens,engine_peak_mib,peak_rss_mib,cpu_share,"
+        "note\n");
+    return 0;
+}
+
+int report_close(report *r)
+{
+    int rc = 0;
+    FILE *files[] = {r->sgemm_csv, r->forward_csv, r->multi_csv, r->md};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+        if (files[i] && (ferror(files[i]) | fclose(files[i]))) rc = -1;
+    memset(r, 0, sizeof *r);
+    return rc;
+}
+
+static void cpu_model(char *out, size_t size)
+{
+    snprintf(out, size, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        const char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) == 0 && colon) {
+            snprintf(out, size, "%s", colon + 2);
+            out[strcspn(out, "\n")] = 0;
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static void load_average(char *out, size_t size)
+{
+    snprintf(out, size, "unknown");
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f) return;
+    double a1, a5, a15;
+    if (fscanf(f, "%lf %lf %lf", &a1, &a5, &a15) == 3)
+        snprintf(out, size, "%.2f / %.2f / %.2f", a1, a5, a15);
+    fclose(f);
+}
+
+/* Share of the machine's CPUs the process used while a run lasted: well
+ * under 1 means other processes took cores from it. */
+static double cpu_share(const run_result *x)
+{
+    return x->cpu_seconds / (x->seconds * (double)sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+void report_header(report *r, const char *model_path, const lms_model_config *c,
+                   double load_seconds)
+{
+    char cpu[256], date[64], load[64];
+    cpu_model(cpu, sizeof cpu);
+    load_average(load, sizeof load);
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+    fprintf(r->md,
+            "Run: %s on \"%s\", %ld online CPUs; OpenBLAS %s, %d threads. Load average "
+            "(1/5/15 min) at the start: %s.\n\n"
+            "Model: `%s` (%s, %d layers, d_model %d, %d heads / %d KV heads × %d, FFN %d, "
+            "vocab %d), loaded in %.1f s.\n\n",
+            date, cpu, sysconf(_SC_NPROCESSORS_ONLN), openblas_get_config(),
+            openblas_get_num_threads(), load, model_path, lms_arch_name(c->arch), c->n_layers,
+            c->d_model, c->n_heads, c->n_kv_heads, c->head_dim, c->d_ff, c->vocab_size,
+            load_seconds);
+}
+
+void report_footer(report *r)
+{
+    char load[64];
+    load_average(load, sizeof load);
+    fprintf(r->md,
+            "Load average (1/5/15 min) at the end: %s. \"CPU share\" is the process's "
+            "CPU time over wall time × CPUs: below ~0.9 other processes took cores "
+            "during that run.\n\n",
+            load);
+}
+
+void report_sgemm(report *r, const sgemm_shape_result *s, int n)
+{
+    fprintf(r->md, "### sgemm peak\n\n"
+                   "`cblas_sgemm(RowMajor, NoTrans, Trans)` as the engine calls it, best of the "
+                   "repetitions after a warm-up.\n\n"
+                   "| M | N | K | best ms | GFLOP/s |\n|---:|---:|---:|---:|---:|\n");
+    r->peak_gflops = 0;
+    for (int i = 0; i < n; i++) {
+        fprintf(r->sgemm_csv, "%d,%d,%d,%.6f,%.2f\n", s[i].m, s[i].n, s[i].k, s[i].best_seconds,
+                s[i].best_gflops);
+        fprintf(r->md, "| %d | %d | %d | %.2f | %.1f |\n", s[i].m, s[i].n, s[i].k,
+                1e3 * s[i].best_seconds, s[i].best_gflops);
+        if (s[i].best_gflops > r->peak_gflops) r->peak_gflops = s[i].best_gflops;
+    }
+    fprintf(r->md,
+            "\n**sgemm peak (best shape): %.1f GFLOP/s** — the denominator of every "
+            "ratio below.\n\n",
+            r->peak_gflops);
+}
+
+static const char *verdict(bool ok)
+{
+    return ok ? "met" : "**MISSED**";
+}
+
+void report_forward(report *r, const forward_result *f)
+{
+    const double gflops = f->useful_flops / f->best_seconds * 1e-9;
+    const double pct = 100.0 * gflops / r->peak_gflops;
+    const bool ok = pct >= 60.0;
+    r->targets_missed += !ok;
+    fprintf(r->forward_csv, "%d,%d,%.4f,%.2f,%.2f,%.2f,%.1f,%.1f,%.1f,%.2f\n", f->tokens, f->n_reps,
+            f->best_seconds, f->useful_flops * 1e-9, gflops, r->peak_gflops, pct,
+            (double)f->best.engine_peak_bytes / MIB, (double)f->best.peak_rss_bytes / MIB,
+            cpu_share(&f->best));
+    fprintf(r->md,
+            "### Forward pass (issue 2)\n\nOne %d-token sequence, serial, scored at its "
+            "last row; %.1f useful GFLOP; best of %d runs (",
+            f->tokens, f->useful_flops * 1e-9, f->n_reps);
+    for (int i = 0; i < f->n_reps; i++)
+        fprintf(r->md, "%s%.2f s", i ? ", " : "", f->seconds[i]);
+    fprintf(r->md,
+            ").\n\n| tokens | best s | useful GFLOP/s | sgemm peak GFLOP/s | ratio | engine peak "
+            "MiB | peak RSS MiB | CPU share |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+            "| %d | %.2f | %.1f | %.1f | **%.1f%%** | %.0f | %.0f | %.2f |\n\n"
+            "Target ≥ 60%% of sgemm peak: %s.\n\n",
+            f->tokens, f->best_seconds, gflops, r->peak_gflops, pct,
+            (double)f->best.engine_peak_bytes / MIB, (double)f->best.peak_rss_bytes / MIB,
+            cpu_share(&f->best), verdict(ok));
+}
+
+/* ---- multi-item ---------------------------------------------------------- */
+
+static double items_per_s(const algo_row *a)
+{
+    return a->run.status == RUN_OK ? a->run.items / a->run.seconds : 0.0;
+}
+
+static const algo_row *find(const workload_result *wr, lms_algorithm algo, bool warm)
+{
+    for (int i = 0; i < wr->n_rows; i++)
+        if (wr->rows[i].algorithm == algo && wr->rows[i].warm == warm) return &wr->rows[i];
+    return NULL;
+}
+
+/* CSV text field: quoted, with inner quotes doubled and newlines flattened. */
+static void csv_text(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s == '\n' ? ' ' : *s, f);
+    }
+    fputc('"', f);
+}
+
+static void row_csv(report *r, int index, const workload *w, const algo_row *a, double serial_ips)
+{
+    const run_result *x = &a->run;
+    fprintf(r->multi_csv, "%s,%d,\"(%s) Q=%d N=%d L=%d\",%d,%d,%d,%s,%s,%s,%d,", w->name, index,
+            w->name, w->q, w->n, w->l, w->q, w->n, w->l, a->label, run_status_name(x->status),
+            x->status == RUN_OK ? lms_algorithm_name(x->ran_as) : "", x->items);
+    if (x->status == RUN_OK) {
+        const double gflops = a->useful_flops / x->seconds * 1e-9;
+        fprintf(r->multi_csv, "%.3f,%.3f,%.4f,%.2f,%.2f,%.2f,%.1f,%lld,%lld,%.1f,%.1f,%.2f,",
+                x->seconds, x->seconds * w->n / x->items, items_per_s(a),
+                serial_ips > 0 ? items_per_s(a) / serial_ips : 0.0, a->useful_flops * 1e-9, gflops,
+                100.0 * gflops / r->peak_gflops, (long long)x->computed_tokens,
+                (long long)x->cached_tokens, (double)x->engine_peak_bytes / MIB,
+                (double)x->peak_rss_bytes / MIB, cpu_share(x));
+    } else {
+        fprintf(r->multi_csv, "%.3f,,,,,,,,,,,,", x->seconds);
+    }
+    csv_text(r->multi_csv, x->reason);
+    fputc('\n', r->multi_csv);
+}
+
+static void row_md(report *r, const workload *w, const algo_row *a, double serial_ips)
+{
+    const run_result *x = &a->run;
+    if (x->status != RUN_OK) {
+        fprintf(r->md, "| %s | %s | | | | | | | | | |\n", a->label, run_status_name(x->status));
+        return;
+    }
+    const double gflops = a->useful_flops / x->seconds * 1e-9;
+    char timed[48] = "";
+    if (x->items < w->n) snprintf(timed, sizeof timed, " (%d of %d items)", x->items, w->n);
+    fprintf(
+        r->md, "| %s | %s | %.2f%s | %.2f | %.2f | %.1f× | %.1f | %.1f%% | %.0f | %.0f | %.2f |\n",
+        a->label, lms_algorithm_name(x->ran_as), x->seconds, timed, x->seconds * w->n / x->items,
+        items_per_s(a), serial_ips > 0 ? items_per_s(a) / serial_ips : 0.0, gflops,
+        100.0 * gflops / r->peak_gflops, (double)x->engine_peak_bytes / MIB,
+        (double)x->peak_rss_bytes / MIB, cpu_share(x));
+}
+
+/* The best cold explicit algorithm; NULL when none ran. */
+static const algo_row *best_cold(const workload_result *wr)
+{
+    const algo_row *best = NULL;
+    for (int i = 0; i < wr->n_rows; i++) {
+        const algo_row *a = &wr->rows[i];
+        if (a->warm || a->algorithm == LMS_ALGO_AUTO || a->run.status != RUN_OK) continue;
+        if (!best || items_per_s(a) > items_per_s(best)) best = a;
+    }
+    return best;
+}
+
+static void checks_md(report *r, const workload_result *wr, double serial_ips)
+{
+    const algo_row *best = best_cold(wr), *autom = find(wr, LMS_ALGO_AUTO, false);
+    if (!best || !autom || autom->run.status != RUN_OK) {
+        fprintf(r->md, "- auto vs best: cannot compare (a run did not complete) — **MISSED**\n");
+        r->targets_missed++;
+        return;
+    }
+    const double rel = items_per_s(autom) / items_per_s(best);
+    const bool auto_ok = rel >= 0.9;
+    r->targets_missed += !auto_ok;
+    fprintf(r->md,
+            "- auto chose **%s** (%s); it ran at %.0f%% of the best algorithm (%s): "
+            "within 10%%: %s.\n",
+            lms_algorithm_name(autom->run.ran_as), autom->run.reason, 100.0 * rel, best->label,
+            verdict(auto_ok));
+    if (!wr->check_contract) return;
+    const double speedup = serial_ips > 0 ? items_per_s(best) / serial_ips : 0.0;
+    const double pct = 100.0 * best->useful_flops / best->run.seconds * 1e-9 / r->peak_gflops;
+    r->targets_missed += (speedup < 75.0) + (pct < 60.0);
+    fprintf(r->md,
+            "- Contract targets: best (%s) = %.1f× serial items/s (target ≥ 75×: %s), "
+            "%.1f%% of sgemm peak end to end (target ≥ 60%%: %s).\n",
+            best->label, speedup, verdict(speedup >= 75.0), pct, verdict(pct >= 60.0));
+}
+
+void report_workload(report *r, int index, const workload_result *wr)
+{
+    const workload *w = wr->w;
+    const algo_row *serial = find(wr, LMS_ALGO_SERIAL, false);
+    const double serial_ips = serial ? items_per_s(serial) : 0.0;
+    fprintf(r->md,
+            "### (%s) Q=%d, N=%d, L=%d\n\n"
+            "| algorithm | ran as | wall s | full request s | items/s | × serial | useful "
+            "GFLOP/s | of sgemm peak | engine peak MiB | peak RSS MiB | CPU share |\n"
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+            w->name, w->q, w->n, w->l);
+    for (int i = 0; i < wr->n_rows; i++) {
+        row_csv(r, index, w, &wr->rows[i], serial_ips);
+        row_md(r, w, &wr->rows[i], serial_ips);
+    }
+    fputc('\n', r->md);
+    if (serial && serial->run.status == RUN_OK && serial->run.items < w->n)
+        fprintf(r->md,
+                "- serial was timed on %d of the %d items and extrapolated per item "
+                "(\"full request s\" = wall s × %d / %d).\n",
+                serial->run.items, w->n, w->n, serial->run.items);
+    for (int i = 0; i < wr->n_rows; i++) {
+        const algo_row *a = &wr->rows[i];
+        if (a->run.status != RUN_OK)
+            fprintf(r->md, "- %s %s after %.2f s: %s\n", a->label, run_status_name(a->run.status),
+                    a->run.seconds, a->run.reason);
+        else if (a->warm && a->run.cached_tokens > 0)
+            fprintf(r->md,
+                    "- %s: %lld query tokens served from the prefix cache; useful FLOPs "
+                    "exclude the cached query.\n",
+                    a->label, (long long)a->run.cached_tokens);
+        else if (a->warm)
+            fprintf(r->md, "- %s: ran as %s, which does not use the prefix cache (%s).\n", a->label,
+                    lms_algorithm_name(a->run.ran_as), a->run.reason);
+    }
+    checks_md(r, wr, serial_ips);
+    fputc('\n', r->md);
+}
