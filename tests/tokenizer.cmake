@@ -43,3 +43,9 @@ add_executable(bench_tokenizer ${CMAKE_SOURCE_DIR}/bench/tokenizer/bench_tokeniz
                                ${TOKENIZER_TESTS}/corpus_io.c)
 target_include_directories(bench_tokenizer PRIVATE ${TOKENIZER_TESTS})
 target_link_libraries(bench_tokenizer PRIVATE lmscore_engine)
+
+# The fuzzer loads the real tokenizers that the `tokenizers` target fetched.
+if(LMSCORE_FUZZ)
+  set_tests_properties(fuzz.fuzz_tokenizer PROPERTIES
+    ENVIRONMENT "LMSCORE_BUILD_DIR=${CMAKE_BINARY_DIR};LMSCORE_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+endif()
