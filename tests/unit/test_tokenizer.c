@@ -452,6 +452,47 @@ static void test_gguf_metadata(void **state)
     assert_null(tok);
 }
 
+/* SentencePiece without merges: the adjacent pair whose concatenation scores
+ * highest merges first. "ab" is reachable as "▁" + "ab" or "▁a" + "b". */
+static void spm_metadata(gguf_builder *b, float score_ab, float score_spiece_a)
+{
+    static const char *const tokens[] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81",
+                                         "a",     "b",   "ab",   "\xe2\x96\x81" "a"};
+    const float scores[] = {0, 0, 0, -1, -2, -3, score_ab, score_spiece_a};
+    const uint32_t types[] = {2, 3, 3, 1, 1, 1, 1, 1};
+    kv_str(b, "tokenizer.ggml.model", "llama");
+    kv_array_header(b, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, 8);
+    for (int i = 0; i < 8; i++)
+        put_str(b, tokens[i]);
+    kv_array_header(b, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, 8);
+    put(b, scores, sizeof scores);
+    kv_array_header(b, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, 8);
+    put(b, types, sizeof types);
+    kv_u32(b, "tokenizer.ggml.unknown_token_id", 0);
+    kv_u32(b, "tokenizer.ggml.bos_token_id", 1);
+    kv_u32(b, "tokenizer.ggml.eos_token_id", 2);
+}
+
+static void test_gguf_sentencepiece_scores(void **state)
+{
+    (void)state;
+    gguf_builder b = {0};
+    lms_tokenizer *tok;
+    lms_error err = {0};
+    spm_metadata(&b, -4, -5);
+    assert_int_equal(load_gguf_metadata(&b, &tok, &err), LMS_OK);
+    EXPECT_IDS(tok, "ab", true, 1, 3, 6);     /* BOS by default; "ab" outscores "▁a" */
+    EXPECT_IDS(tok, "a xyz", false, 7, 3, 0); /* no byte tokens: unknown text is one <unk> */
+    const int32_t ids[] = {1, 3, 6, 7};
+    expect_decoded(tok, ids, 4, true, "ab a"); /* the dummy prefix's space is stripped */
+    lms_tokenizer_free(tok);
+    b = (gguf_builder){0};
+    spm_metadata(&b, -5, -4);
+    assert_int_equal(load_gguf_metadata(&b, &tok, &err), LMS_OK);
+    EXPECT_IDS(tok, "ab", false, 7, 5);
+    lms_tokenizer_free(tok);
+}
+
 int main(void)
 {
     const struct CMUnitTest real[] = {
@@ -467,6 +508,7 @@ int main(void)
         cmocka_unit_test(test_added_token_flags),
         cmocka_unit_test(test_malformed_json),
         cmocka_unit_test(test_gguf_metadata),
+        cmocka_unit_test(test_gguf_sentencepiece_scores),
     };
     int failed = cmocka_run_group_tests_name("real tokenizers", real, load_all, free_all);
     failed += cmocka_run_group_tests_name("synthetic tokenizers", synthetic, make_tmp_dir,
