@@ -188,7 +188,9 @@ static void format_dims(char *buf, size_t size, uint32_t n_dims, const uint64_t 
 typedef struct {
     lms_model *model;
     const lms_tensor_source *src;
-    unsigned char *used; /* [src->n_tensors] */
+    unsigned char *used;   /* [src->n_tensors] */
+    lms_convert_job *jobs; /* conversions, run together once everything is bound */
+    size_t n_jobs, cap_jobs;
 } binder;
 
 static bool shape_matches(const lms_stored_tensor *t, const slot_shape *want)
@@ -200,7 +202,7 @@ static bool shape_matches(const lms_stored_tensor *t, const slot_shape *want)
 }
 
 /* Points *out at the tensor's f32 data: in place when it is f32 and
- * aligned, else a converted copy owned by the model. */
+ * aligned, else a buffer owned by the model that a conversion job fills. */
 static lms_status tensor_as_f32(binder *b, const lms_stored_tensor *t, const slot_shape *shape,
                                 const float **out, lms_error *err)
 {
@@ -211,6 +213,13 @@ static lms_status tensor_as_f32(binder *b, const lms_stored_tensor *t, const slo
         *out = t->data;
         return LMS_OK;
     }
+    if (b->n_jobs == b->cap_jobs) {
+        size_t cap = b->cap_jobs ? 2 * b->cap_jobs : 256;
+        lms_convert_job *grown = realloc(b->jobs, cap * sizeof *grown);
+        if (!grown) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "conversion list");
+        b->jobs = grown;
+        b->cap_jobs = cap;
+    }
     if (n > SIZE_MAX / sizeof(float))
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "tensor '%.*s' is too large",
                         (int)t->name_len, t->name);
@@ -218,7 +227,7 @@ static lms_status tensor_as_f32(binder *b, const lms_stored_tensor *t, const slo
     if (!converted)
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "converting tensor '%.*s' (%zu bytes)",
                         (int)t->name_len, t->name, n * sizeof(float));
-    lms_convert_to_f32(t->dtype, t->data, converted, n);
+    b->jobs[b->n_jobs++] = (lms_convert_job){t->dtype, t->data, converted, n};
     *out = converted;
     return lms_model_keep(b->model, converted, err);
 }
@@ -389,12 +398,15 @@ lms_status lms_model_bind(lms_model *model, const lms_tensor_source *src, lms_er
 {
     lms_status st = check_config(&model->cfg, err);
     if (st != LMS_OK) return st;
-    binder b = {model, src, calloc(src->n_tensors ? src->n_tensors : 1, 1)};
+    binder b = {model, src, calloc(src->n_tensors ? src->n_tensors : 1, 1), NULL, 0, 0};
     if (!b.used) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "tensor bookkeeping");
     st = vocab_from_embedding(&b, err);
     if (st == LMS_OK) st = bind_globals(&b, err);
     if (st == LMS_OK) st = bind_layers(&b, err);
     if (st == LMS_OK) st = check_all_used(&b, err);
+    if (st == LMS_OK && !lms_convert_to_f32(b.jobs, b.n_jobs))
+        st = lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "conversion chunk table");
+    free(b.jobs);
     free(b.used);
     return st;
 }

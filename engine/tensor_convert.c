@@ -9,6 +9,7 @@
 #include "tensor_convert.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Elements per parallel task: big enough to amortise scheduling, a
@@ -111,29 +112,51 @@ static size_t source_bytes(lms_dtype type, size_t n)
     return 0;
 }
 
-void lms_convert_to_f32(lms_dtype type, const void *src, float *dst, size_t n)
+/* A piece of one job, small enough to balance across threads. */
+typedef struct {
+    const lms_convert_job *job;
+    size_t first, count;
+} chunk;
+
+static void convert_chunk(const chunk *c)
 {
-    const unsigned char *bytes = src;
-    const size_t n_chunks = (n + CHUNK_ELEMENTS - 1) / CHUNK_ELEMENTS;
-#pragma omp parallel for schedule(static) if (n_chunks > 1)
-    for (size_t c = 0; c < n_chunks; c++) {
-        const size_t first = c * CHUNK_ELEMENTS;
-        const size_t count = n - first < CHUNK_ELEMENTS ? n - first : CHUNK_ELEMENTS;
-        const unsigned char *in = bytes + source_bytes(type, first);
-        float *out = dst + first;
-        switch (type) {
-        case LMS_DTYPE_F32:
-            memcpy(out, in, count * sizeof *out);
-            break;
-        case LMS_DTYPE_F16:
-            f16_run(in, out, count);
-            break;
-        case LMS_DTYPE_BF16:
-            bf16_run(in, out, count);
-            break;
-        case LMS_DTYPE_Q8_0:
-            q8_0_run(in, out, count);
-            break;
+    const lms_convert_job *job = c->job;
+    const unsigned char *in = (const unsigned char *)job->src + source_bytes(job->type, c->first);
+    float *out = job->dst + c->first;
+    switch (job->type) {
+    case LMS_DTYPE_F32:
+        memcpy(out, in, c->count * sizeof *out);
+        break;
+    case LMS_DTYPE_F16:
+        f16_run(in, out, c->count);
+        break;
+    case LMS_DTYPE_BF16:
+        bf16_run(in, out, c->count);
+        break;
+    case LMS_DTYPE_Q8_0:
+        q8_0_run(in, out, c->count);
+        break;
+    }
+}
+
+bool lms_convert_to_f32(const lms_convert_job *jobs, size_t n_jobs)
+{
+    size_t n_chunks = 0;
+    for (size_t j = 0; j < n_jobs; j++)
+        n_chunks += (jobs[j].n + CHUNK_ELEMENTS - 1) / CHUNK_ELEMENTS;
+    if (n_chunks == 0) return true;
+    chunk *chunks = malloc(n_chunks * sizeof *chunks);
+    if (!chunks) return false;
+    size_t k = 0;
+    for (size_t j = 0; j < n_jobs; j++) {
+        for (size_t first = 0; first < jobs[j].n; first += CHUNK_ELEMENTS) {
+            size_t left = jobs[j].n - first;
+            chunks[k++] = (chunk){&jobs[j], first, left < CHUNK_ELEMENTS ? left : CHUNK_ELEMENTS};
         }
     }
+#pragma omp parallel for schedule(dynamic, 1) if (n_chunks > 1)
+    for (size_t c = 0; c < n_chunks; c++)
+        convert_chunk(&chunks[c]);
+    free(chunks);
+    return true;
 }

@@ -9,6 +9,7 @@
 #ifndef LMS_TENSOR_CONVERT_H
 #define LMS_TENSOR_CONVERT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef enum {
@@ -23,8 +24,20 @@ typedef enum {
 
 const char *lms_dtype_name(lms_dtype type);
 
-/* Converts n elements of src into dst (n a multiple of LMS_Q8_0_BLOCK for
- * Q8_0). */
-void lms_convert_to_f32(lms_dtype type, const void *src, float *dst, size_t n);
+/* One tensor to convert: n elements of type at src into dst (n a multiple
+ * of LMS_Q8_0_BLOCK for Q8_0). */
+typedef struct {
+    lms_dtype type;
+    const void *src;
+    float *dst;
+    size_t n;
+} lms_convert_job;
+
+/* Runs all the jobs in one parallel region, in chunks handed out
+ * dynamically: a model's few hundred tensors of very different sizes keep
+ * every thread busy, with one barrier at the end instead of one per
+ * tensor. Returns false (converting nothing) when the chunk table cannot be
+ * allocated. */
+bool lms_convert_to_f32(const lms_convert_job *jobs, size_t n_jobs);
 
 #endif
