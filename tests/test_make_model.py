@@ -207,6 +207,7 @@ def gguf_name(hf_name):
 def make(tmp_path, *flags, check=True):
     cmd = [MAKER, "--tokenizers", TOKENIZERS, *flags]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+    assert "Sanitizer" not in r.stderr, r.stderr  # also on the error paths
     if check:
         assert r.returncode == 0, r.stderr
     return r
