@@ -879,6 +879,105 @@ static void test_missing_paths(void **state)
     assert_string_equal(lms_arch_name(LMS_ARCH_QWEN2), "qwen2");
 }
 
+/* ---- the checkpoints lmscore-make-model writes (cmake --target models) ---- */
+
+/* Row r of a llama Q or K matrix in Hugging Face order sits at this row of
+ * the GGUF: llama.cpp's converter reorders each head's rows so that the
+ * halves rotated together become adjacent pairs. */
+static size_t gguf_llama_row(size_t r, int head_dim)
+{
+    size_t hd = (size_t)head_dim, head = r / hd, j = r % hd, half = hd / 2;
+    return head * hd + 2 * (j % half) + j / half;
+}
+
+/* A GGUF and an HF checkpoint of the same model: same geometry, same
+ * weights bit for bit. */
+static void compare_formats(const lms_model *g, const lms_model *h)
+{
+    const lms_model_config *a = &g->cfg, *b = &h->cfg;
+    assert_int_equal(a->arch, b->arch);
+    assert_int_equal(a->n_layers, b->n_layers);
+    assert_int_equal(a->d_model, b->d_model);
+    assert_int_equal(a->n_heads, b->n_heads);
+    assert_int_equal(a->n_kv_heads, b->n_kv_heads);
+    assert_int_equal(a->head_dim, b->head_dim);
+    assert_int_equal(a->d_ff, b->d_ff);
+    assert_int_equal(a->vocab_size, b->vocab_size);
+    assert_int_equal(a->context_length, b->context_length);
+    assert_true(a->rms_eps == b->rms_eps);
+    assert_true(a->rope_theta == b->rope_theta);
+    assert_true(a->rope_scale_linear == b->rope_scale_linear);
+    assert_int_equal(a->tied_embeddings, b->tied_embeddings);
+    assert_int_equal(a->rope_pairing, a->arch == LMS_ARCH_LLAMA ? LMS_ROPE_NORM : LMS_ROPE_NEOX);
+    assert_int_equal(b->rope_pairing, LMS_ROPE_NEOX);
+    assert_int_equal(a->rope_freq_factors == NULL, b->rope_freq_factors == NULL);
+    for (int i = 0; a->rope_freq_factors && i < a->head_dim / 2; i++)
+        assert_true(fabsf(a->rope_freq_factors[i] - b->rope_freq_factors[i]) <=
+                    1e-6f * fabsf(b->rope_freq_factors[i]));
+    geometry geo = {a->arch,       a->n_layers, a->d_model, a->n_heads,
+                    a->n_kv_heads, a->head_dim, a->d_ff,    a->vocab_size};
+    for (int l = -1; l < geo.layers; l++) {
+        for (size_t i = 0; i < N_DEFS; i++) {
+            const weight_def *d = &defs[i];
+            if (d->per_layer != (l >= 0) || !def_in_arch(d, geo.arch)) continue;
+            const float *wg = model_weight(g, d, l), *wh = model_weight(h, d, l);
+            size_t rows = (size_t)dim(&geo, d->rows),
+                   cols = d->cols ? (size_t)dim(&geo, d->cols) : 1;
+            bool permuted = geo.arch == LMS_ARCH_LLAMA && d->rows != DIM_D &&
+                            (d->field == offsetof(lms_layer_weights, wq) ||
+                             d->field == offsetof(lms_layer_weights, wk));
+            for (size_t r = 0; r < rows; r++) {
+                size_t rg = permuted ? gguf_llama_row(r, geo.head_dim) : r;
+                if (memcmp(wg + rg * cols, wh + r * cols, cols * sizeof(float)) != 0)
+                    fail_msg("layer %d %s row %zu differs between GGUF and HF", l, d->gguf, r);
+            }
+        }
+    }
+}
+
+static void test_maker_checkpoints_load_and_formats_agree(void **state)
+{
+    (void)state;
+    const char *build = getenv("LMSCORE_BUILD_DIR");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/models", build ? build : ".");
+    DIR *d = build ? opendir(dir) : NULL;
+    if (!d) skip(); /* the models target has not run */
+    int loaded = 0, compared = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        char path[768], twin[768];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (len > 3 && strcmp(e->d_name + len - 3, "-hf") == 0) {
+            /* HF directories are compared from their GGUF twin when it exists. */
+            snprintf(twin, sizeof twin, "%s/%.*s.gguf", dir, (int)(len - 3), e->d_name);
+            if (stat(twin, &st) == 0) continue;
+            lms_model_free(load_ok(path));
+            loaded++;
+            continue;
+        }
+        if (len < 6 || strcmp(e->d_name + len - 5, ".gguf") != 0) continue;
+        /* The benchmark geometry (GBs once converted) is make bench's. */
+        if (stat(path, &st) != 0 || st.st_size > (256 << 20)) continue;
+        lms_model *g = load_ok(path);
+        loaded++;
+        snprintf(twin, sizeof twin, "%s/%.*s-hf", dir, (int)(len - 5), e->d_name);
+        if (stat(twin, &st) == 0) {
+            lms_model *h = load_ok(twin);
+            compare_formats(g, h);
+            lms_model_free(h);
+            loaded++;
+            compared++;
+        }
+        lms_model_free(g);
+    }
+    closedir(d);
+    print_message("loaded %d maker checkpoints; %d GGUF/HF pairs agree\n", loaded, compared);
+    assert_true(loaded > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -891,6 +990,7 @@ int main(void)
         cmocka_unit_test(test_hf_llama_llama3_rope_f32_in_place),
         cmocka_unit_test(test_hf_errors),
         cmocka_unit_test(test_missing_paths),
+        cmocka_unit_test(test_maker_checkpoints_load_and_formats_agree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
