@@ -68,6 +68,14 @@ typedef struct {
     size_t pos;
 } cursor;
 
+/* A name's length as a printf precision: a name from the file may be longer
+ * than an int, and a negative precision would print up to a NUL that the
+ * file need not have. */
+static int shown(size_t len)
+{
+    return len > 120 ? 120 : (int)len;
+}
+
 static size_t bytes_left(const cursor *c)
 {
     return c->size - c->pos;
@@ -288,7 +296,7 @@ const char *gguf_ggml_type_name(uint32_t type)
 static lms_status tensor_fail(const gguf_tensor *t, lms_status status, const char *what,
                               lms_error *err)
 {
-    return lms_fail(err, status, NULL, NULL, "tensor '%.*s': %s", (int)t->name.len, t->name.ptr,
+    return lms_fail(err, status, NULL, NULL, "tensor '%.*s': %s", shown(t->name.len), t->name.ptr,
                     what);
 }
 
@@ -379,7 +387,8 @@ static lms_status check_no_overlap(gguf_file *f, lms_error *err)
         if ((const unsigned char *)prev->data + prev->n_bytes > (const unsigned char *)cur->data)
             st = lms_fail(err, LMS_ERR_FORMAT, NULL, NULL,
                           "tensors '%.*s' and '%.*s' overlap in the data section",
-                          (int)prev->name.len, prev->name.ptr, (int)cur->name.len, cur->name.ptr);
+                          shown(prev->name.len), prev->name.ptr, shown(cur->name.len),
+                          cur->name.ptr);
     }
     free(order);
     return st;
@@ -455,7 +464,7 @@ static lms_status read_metadata(gguf_file *f, cursor *c, lms_error *err)
         if (st != LMS_OK) {
             if (f->kv[i].key.ptr)
                 lms_fail_context(err, "metadata entry %" PRIu64 " ('%.*s')", i,
-                                 (int)f->kv[i].key.len, f->kv[i].key.ptr);
+                                 shown(f->kv[i].key.len), f->kv[i].key.ptr);
             else
                 lms_fail_context(err, "metadata entry %" PRIu64, i);
             return st;
@@ -465,7 +474,7 @@ static lms_status read_metadata(gguf_file *f, cursor *c, lms_error *err)
     size_t dup;
     if (!name_index_sort(&f->kv_index, &dup))
         return lms_fail(err, LMS_ERR_FORMAT, NULL, NULL, "metadata key '%.*s' appears twice",
-                        (int)f->kv[dup].key.len, f->kv[dup].key.ptr);
+                        shown(f->kv[dup].key.len), f->kv[dup].key.ptr);
     return LMS_OK;
 }
 

@@ -201,10 +201,11 @@ static bool shape_matches(const lms_stored_tensor *t, const slot_shape *want)
     return true;
 }
 
-/* Points *out at the tensor's f32 data: in place when it is f32 and
- * aligned, else a buffer owned by the model that a conversion job fills. */
-static lms_status tensor_as_f32(binder *b, const lms_stored_tensor *t, const slot_shape *shape,
-                                const float **out, lms_error *err)
+/* Points *out at the f32 data of the tensor called name: in place when it
+ * is f32 and aligned, else a buffer owned by the model that a conversion
+ * job fills. */
+static lms_status tensor_as_f32(binder *b, const char *name, const lms_stored_tensor *t,
+                                const slot_shape *shape, const float **out, lms_error *err)
 {
     size_t n = 1;
     for (uint32_t i = 0; i < shape->n_dims; i++)
@@ -221,12 +222,11 @@ static lms_status tensor_as_f32(binder *b, const lms_stored_tensor *t, const slo
         b->cap_jobs = cap;
     }
     if (n > SIZE_MAX / sizeof(float))
-        return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "tensor '%.*s' is too large",
-                        (int)t->name_len, t->name);
+        return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "tensor '%s' is too large", name);
     float *converted = lms_alloc(n * sizeof(float));
     if (!converted)
-        return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "converting tensor '%.*s' (%zu bytes)",
-                        (int)t->name_len, t->name, n * sizeof(float));
+        return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "converting tensor '%s' (%zu bytes)", name,
+                        n * sizeof(float));
     b->jobs[b->n_jobs++] = (lms_convert_job){t->dtype, t->data, converted, n};
     *out = converted;
     return lms_model_keep(b->model, converted, err);
@@ -260,7 +260,7 @@ static lms_status bind_tensor(binder *b, const char *name, const slot_shape *sha
                         "tensor '%s' has shape %s, expected %s (%s)", name, have, want,
                         shape->meaning);
     }
-    return tensor_as_f32(b, &t, shape, out, err);
+    return tensor_as_f32(b, name, &t, shape, out, err);
 }
 
 /* When the config gives no vocabulary size, the embedding's rows do. */
@@ -388,8 +388,8 @@ static lms_status check_all_used(const binder *b, lms_error *err)
         b->src->describe(b->src->ctx, i, &t);
         return lms_fail(err, LMS_ERR_UNSUPPORTED, NULL, NULL,
                         "%s tensor '%.*s' is not part of a %s model with %d layers", b->src->format,
-                        (int)t.name_len, t.name, lms_arch_name(b->model->cfg.arch),
-                        b->model->cfg.n_layers);
+                        (int)(t.name_len > 120 ? 120 : t.name_len), t.name,
+                        lms_arch_name(b->model->cfg.arch), b->model->cfg.n_layers);
     }
     return LMS_OK;
 }
