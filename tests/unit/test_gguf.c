@@ -134,13 +134,34 @@ static void build_valid(byte_buf *out, uint32_t alignment)
     gw_free(&w);
 }
 
+/* Fixture: the valid file, opened. */
+typedef struct {
+    byte_buf bytes;
+    opened o;
+} valid_fixture;
+
+static int open_valid_fixture(void **state)
+{
+    valid_fixture *fx = calloc(1, sizeof *fx);
+    assert_non_null(fx);
+    build_valid(&fx->bytes, 32);
+    open_valid(&fx->bytes, &fx->o);
+    *state = fx;
+    return 0;
+}
+
+static int close_valid_fixture(void **state)
+{
+    valid_fixture *fx = *state;
+    opened_close(&fx->o);
+    buf_free(&fx->bytes);
+    free(fx);
+    return 0;
+}
+
 static void test_valid_file_reads_back_exactly(void **state)
 {
-    (void)state;
-    byte_buf b;
-    build_valid(&b, 32);
-    opened o;
-    gguf_file *f = open_valid(&b, &o);
+    const gguf_file *f = ((valid_fixture *)*state)->o.f;
     lms_error err = {0};
     assert_int_equal(gguf_version(f), 3);
 
@@ -229,17 +250,11 @@ static void test_valid_file_reads_back_exactly(void **state)
     assert_int_equal(t->n_bytes, 144);
     assert_null(gguf_find_tensor(f, "e"));
     assert_null(gguf_tensor_at(f, 4));
-    opened_close(&o);
-    buf_free(&b);
 }
 
 static void test_getters_enforce_type_and_range(void **state)
 {
-    (void)state;
-    byte_buf b;
-    build_valid(&b, 32);
-    opened o;
-    gguf_file *f = open_valid(&b, &o);
+    const gguf_file *f = ((valid_fixture *)*state)->o.f;
     lms_error err = {0};
     uint32_t u32;
     int64_t i64;
@@ -272,8 +287,6 @@ static void test_getters_enforce_type_and_range(void **state)
                         "has type u8, expected array");
     /* A NULL lms_error is allowed. */
     assert_int_equal(gguf_get_u32(f, "nope", &u32, NULL), LMS_ERR_FORMAT);
-    opened_close(&o);
-    buf_free(&b);
 }
 
 static void test_alignment_and_version_2(void **state)
@@ -572,8 +585,10 @@ int main(void)
     const char *seed_dir = getenv("LMSCORE_FUZZ_SEED_DIR");
     if (seed_dir) write_fuzz_seeds(seed_dir);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_valid_file_reads_back_exactly),
-        cmocka_unit_test(test_getters_enforce_type_and_range),
+        cmocka_unit_test_setup_teardown(test_valid_file_reads_back_exactly, open_valid_fixture,
+                                        close_valid_fixture),
+        cmocka_unit_test_setup_teardown(test_getters_enforce_type_and_range, open_valid_fixture,
+                                        close_valid_fixture),
         cmocka_unit_test(test_alignment_and_version_2),
         cmocka_unit_test(test_truncation_at_every_offset_fails_cleanly),
         cmocka_unit_test(test_bad_headers),
