@@ -212,7 +212,7 @@ static inline void gw_free(gguf_writer *w)
 #define SW_MAX_TENSORS 128
 
 typedef struct {
-    char name[96];
+    char name[160];
     const char *dtype;
     uint32_t n_dims;
     uint64_t shape[8];
@@ -229,7 +229,8 @@ static inline void sw_tensor(st_writer *w, const char *name, const char *dtype, 
 {
     assert_true(w->n < SW_MAX_TENSORS);
     sw_tensor_spec *t = &w->tensors[w->n++];
-    snprintf(t->name, sizeof t->name, "%s", name);
+    assert_true(strlen(name) < sizeof t->name);
+    memcpy(t->name, name, strlen(name) + 1);
     t->dtype = dtype;
     t->n_dims = n_dims;
     if (n_dims) memcpy(t->shape, shape, n_dims * sizeof *shape);
