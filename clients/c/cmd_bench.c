@@ -137,6 +137,7 @@ static grpc_byte_buffer *build_request(const bench_options *o, int32_t vocab)
 /* One of the --concurrency call slots. */
 typedef struct {
     rpc_unary_call call;
+    grpc_byte_buffer *sent; /* this call's copy of the request: the core empties it */
     double started;
 } bench_slot;
 
@@ -155,8 +156,10 @@ typedef struct {
 static bool start_slot(bench_run *b, bench_slot *slot)
 {
     slot->started = monotonic_seconds();
+    slot->sent = grpc_byte_buffer_copy(b->request);
     rpc_status st;
-    if (rpc_unary_start(&b->conn, &slot->call, METHOD_SCORE, b->request, slot, &st)) return true;
+    if (rpc_unary_start(&b->conn, &slot->call, METHOD_SCORE, slot->sent, slot, &st)) return true;
+    grpc_byte_buffer_destroy(slot->sent);
     if (b->first_error.code == GRPC_STATUS_OK) b->first_error = st;
     b->errors[GRPC_STATUS_INTERNAL]++;
     return false;
@@ -177,6 +180,7 @@ static void record(bench_run *b, bench_slot *slot, double now)
     grpc_byte_buffer *resp;
     rpc_status st;
     rpc_unary_finish(&slot->call, &resp, &st);
+    grpc_byte_buffer_destroy(slot->sent);
     bool measured = slot->started >= b->measure_from && now <= b->measure_until;
     if (resp) {
         bool complete = response_complete(b, resp);

@@ -74,8 +74,9 @@ grpc_byte_buffer *rpc_pack(const ProtobufCMessage *msg);
 ProtobufCMessage *rpc_unpack(const ProtobufCMessageDescriptor *desc, grpc_byte_buffer *bb);
 
 /* Starts a unary call of method ("/pkg.Service/Method") with request; its
- * completion arrives on conn->cq with tag. request stays the caller's and
- * may be destroyed once the tag completes. */
+ * completion arrives on conn->cq with tag. request stays the caller's, to
+ * destroy once the tag completes; the core moves its bytes out, so each call
+ * needs its own buffer (grpc_byte_buffer_copy is cheap). */
 bool rpc_unary_start(rpc_conn *conn, rpc_unary_call *uc, const char *method,
                      grpc_byte_buffer *request, void *tag, rpc_status *st);
 /* After the tag completed: fills st, moves the response (when OK) into

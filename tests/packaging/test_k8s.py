@@ -1,0 +1,198 @@
+"""test_k8s.py — the kustomize tree under k8s/: rendered (the kustomization's
+resources and images, the same as `kubectl kustomize` where kubectl is
+installed), validated against the Kubernetes API schemas (npm
+kubernetes-models), and held to the deployment's policies: gRPC probes on the
+served port, non-root read-only pods without capabilities, resources set,
+selectors that match, an HPA and PDB on the Deployment, flags from the
+ConfigMap."""
+
+import glob
+import os
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from conftest import read
+
+GRPC_PORT = 50051
+
+
+def load_docs(path):
+    with open(path, encoding="utf-8") as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+def apply_images(doc, images):
+    """kustomize's images transformer: rewrite container images by name."""
+    spec = doc.get("spec", {}).get("template", {}).get("spec", {})
+    for container in spec.get("containers", []) + spec.get("initContainers", []):
+        name = container["image"].split("@")[0].rsplit(":", 1)[0]
+        for image in images:
+            if image["name"] == name:
+                new = image.get("newName", name)
+                container["image"] = new + (":" + image["newTag"] if "newTag" in image else "")
+    return doc
+
+
+def render(k8s_dir):
+    kustomization = load_docs(os.path.join(k8s_dir, "kustomization.yaml"))[0]
+    unsupported = set(kustomization) - {"apiVersion", "kind", "resources", "images"}
+    assert not unsupported, f"render() knows no {unsupported}: extend it or compare with kubectl"
+    docs = []
+    for resource in kustomization["resources"]:
+        docs += load_docs(os.path.join(k8s_dir, resource))
+    return [apply_images(d, kustomization.get("images", [])) for d in docs]
+
+
+@pytest.fixture(scope="module")
+def k8s_dir(source_dir):
+    return os.path.join(source_dir, "k8s")
+
+
+@pytest.fixture(scope="module")
+def docs(k8s_dir):
+    return render(k8s_dir)
+
+
+def one(docs, kind, name=None):
+    found = [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, found {len(found)}"
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def deployment(docs):
+    return one(docs, "Deployment")
+
+
+@pytest.fixture(scope="module")
+def container(deployment):
+    (c,) = deployment["spec"]["template"]["spec"]["containers"]
+    return c
+
+
+def test_kustomization_lists_every_manifest(k8s_dir):
+    kustomization = load_docs(os.path.join(k8s_dir, "kustomization.yaml"))[0]
+    files = {os.path.basename(p) for p in glob.glob(os.path.join(k8s_dir, "*.yaml"))}
+    assert set(kustomization["resources"]) == files - {"kustomization.yaml"}
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_render_matches_kubectl_kustomize(k8s_dir, docs):
+    out = subprocess.run(["kubectl", "kustomize", k8s_dir], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    key = lambda d: (d["kind"], d["metadata"]["name"])
+    assert sorted(yaml.safe_load_all(out), key=key) == sorted(docs, key=key)
+
+
+def test_manifests_validate_against_the_kubernetes_schemas(npm_tools, source_dir, docs, tmp_path):
+    rendered = tmp_path / "rendered.yaml"
+    rendered.write_text(yaml.safe_dump_all(docs))
+    # ESM imports resolve next to the script: run it from the install.
+    script = os.path.join(npm_tools, "validate_k8s.mjs")
+    shutil.copy(os.path.join(source_dir, "tests", "packaging", "validate_k8s.mjs"), script)
+    result = subprocess.run(["node", script, str(rendered)], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("ok ") == len(docs), result.stdout
+
+
+def test_the_validator_rejects_a_wrong_type(npm_tools, source_dir, docs, tmp_path):
+    broken = [dict(d) for d in docs]
+    dep = next(d for d in broken if d["kind"] == "Deployment")
+    dep["spec"] = dict(dep["spec"], replicas="two")
+    rendered = tmp_path / "broken.yaml"
+    rendered.write_text(yaml.safe_dump_all(broken))
+    script = os.path.join(npm_tools, "validate_k8s.mjs")
+    shutil.copy(os.path.join(source_dir, "tests", "packaging", "validate_k8s.mjs"), script)
+    result = subprocess.run(["node", script, str(rendered)], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 1 and "FAIL Deployment/lmscored" in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize("probe", ["startupProbe", "readinessProbe", "livenessProbe"])
+def test_probes_use_grpc_health_on_the_served_port(container, probe):
+    assert container[probe]["grpc"]["port"] == GRPC_PORT
+    assert set(container[probe]) & {"httpGet", "tcpSocket", "exec"} == set()
+
+
+def test_container_serves_the_grpc_port(container):
+    assert {"name": "grpc", "containerPort": GRPC_PORT, "protocol": "TCP"} in container["ports"]
+
+
+def test_pod_runs_non_root_read_only_without_capabilities(deployment, container):
+    pod_sc = deployment["spec"]["template"]["spec"]["securityContext"]
+    sc = container["securityContext"]
+    assert pod_sc["runAsNonRoot"] is True and pod_sc["runAsUser"] != 0
+    assert pod_sc["seccompProfile"]["type"] == "RuntimeDefault"
+    assert sc["readOnlyRootFilesystem"] is True
+    assert sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"]["drop"] == ["ALL"] and "add" not in sc["capabilities"]
+    assert deployment["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
+
+
+def test_uid_matches_the_image_user(deployment, source_dir):
+    dockerfile = read(os.path.join(source_dir, "Dockerfile"))
+    uid = deployment["spec"]["template"]["spec"]["securityContext"]["runAsUser"]
+    assert f"USER {uid}:" in dockerfile
+
+
+def test_resources_are_set(container):
+    res = container["resources"]
+    for kind in ("requests", "limits"):
+        assert {"cpu", "memory"} <= set(res[kind]), kind
+
+
+def test_threads_match_the_cpu_limit(docs, container):
+    config = one(docs, "ConfigMap")["data"]
+    assert int(config["OMP_NUM_THREADS"]) == int(container["resources"]["limits"]["cpu"])
+
+
+def test_selectors_match_the_pod_labels(docs, deployment):
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    selectors = [deployment["spec"]["selector"]["matchLabels"],
+                 one(docs, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"]]
+    selectors += [s["spec"]["selector"] for s in docs if s["kind"] == "Service"]
+    for selector in selectors:
+        assert selector and selector.items() <= pod_labels.items(), selector
+
+
+def test_services_route_grpc_to_the_named_port(docs):
+    services = {s["metadata"]["name"]: s["spec"] for s in docs if s["kind"] == "Service"}
+    assert set(services) == {"lmscored", "lmscored-headless"}
+    assert services["lmscored-headless"]["clusterIP"] == "None"
+    assert services["lmscored"].get("type", "ClusterIP") == "ClusterIP"
+    for spec in services.values():
+        (port,) = spec["ports"]
+        assert port["port"] == GRPC_PORT and port["targetPort"] == "grpc"
+        assert port["appProtocol"] == "grpc"
+
+
+def test_hpa_and_pdb_target_the_deployment(docs, deployment):
+    hpa = one(docs, "HorizontalPodAutoscaler")["spec"]
+    assert hpa["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment",
+                                     "name": deployment["metadata"]["name"]}
+    assert 1 <= hpa["minReplicas"] <= hpa["maxReplicas"]
+    pdb = one(docs, "PodDisruptionBudget")["spec"]
+    assert pdb["minAvailable"] < hpa["minReplicas"], "a PDB as large as the fleet blocks drains"
+
+
+def test_flags_come_from_the_configmap(docs, container, daemon_env_names):
+    config = one(docs, "ConfigMap")
+    assert {"configMapRef": {"name": config["metadata"]["name"]}} in container["envFrom"]
+    for key in config["data"]:
+        assert key in daemon_env_names or key.startswith("OMP_"), key
+    assert config["data"]["LMSCORE_LISTEN"].endswith(f":{GRPC_PORT}")
+
+
+def test_model_volume_is_mounted_read_only(deployment, container):
+    volumes = {v["name"] for v in deployment["spec"]["template"]["spec"]["volumes"]}
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    assert "models" in volumes and mounts["models"]["readOnly"] is True
+    assert set(mounts) <= volumes
+
+
+def test_image_is_pinned_by_the_kustomization(container):
+    assert container["image"] == "lmscore:0.1.0"
