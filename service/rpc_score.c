@@ -449,6 +449,7 @@ static void on_items_message(call *c, const uint8_t *data, size_t len)
         }
         s->svc = call_ctx(c);
         s->c = c;
+        lmscore__v1__usage__init(&s->usage);
         pthread_mutex_init(&s->mu, NULL);
         call_set_state(c, s);
     }
