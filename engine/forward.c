@@ -20,6 +20,11 @@
 #include "alloc.h"
 #include "vec.h"
 
+/* Below this many elements a loop runs on one thread: an OpenMP region costs
+ * microseconds of wake-up and barrier, more than the work itself. */
+#define PARALLEL_MIN_ELEMENTS    65536
+#define PARALLEL_IF(rows, width) if ((int64_t)(rows) * (width) >= PARALLEL_MIN_ELEMENTS)
+
 /* y[rows × n] (=|+=) x[rows × k] · W[n × k]ᵀ */
 static void project(const float *x, int32_t rows, int32_t k, const float *w, int32_t n, float beta,
                     float *y)
@@ -30,7 +35,7 @@ static void project(const float *x, int32_t rows, int32_t k, const float *w, int
 static void add_bias(float *y, int32_t rows, const float *bias, int32_t n)
 {
     if (!bias) return;
-#pragma omp parallel for
+#pragma omp parallel for PARALLEL_IF(rows, n)
     for (int32_t r = 0; r < rows; r++)
         vec_add(y + (size_t)r * n, bias, n);
 }
@@ -38,7 +43,7 @@ static void add_bias(float *y, int32_t rows, const float *bias, int32_t n)
 static void rmsnorm_rows(float *y, const float *x, int32_t rows, const float *w, int32_t n,
                          float eps)
 {
-#pragma omp parallel for
+#pragma omp parallel for PARALLEL_IF(rows, n)
     for (int32_t r = 0; r < rows; r++)
         vec_rmsnorm(y + (size_t)r * n, x + (size_t)r * n, w, n, eps);
 }
@@ -48,7 +53,7 @@ static void norm_and_rope(const lms_model_config *c, float *x, int32_t rows, int
                           const float *head_norm, const int32_t *pos, const float *inv_freq)
 {
     const int32_t hd = c->head_dim, half = hd / 2;
-#pragma omp parallel for
+#pragma omp parallel for PARALLEL_IF(rows, heads *hd * 4)
     for (int32_t r = 0; r < rows; r++) {
         float angle_cos[512], angle_sin[512]; /* head_dim <= 1024 checked at open */
         float p = (float)pos[r] / c->rope_scale_linear;
@@ -78,23 +83,21 @@ size_t forward_activation_bytes(const lms_model_config *c, int32_t n_rows)
     return per_row * n_rows * sizeof(float);
 }
 
-/* log-softmax over the vocabulary at each of rows, keeping only the labels. */
-static void label_logprobs(const lms_model_config *c, const float *logits, int32_t rows,
+/* log-softmax over the vocabulary at each of rows, keeping only the labels.
+ * The logits are overwritten (exponentiated in place); the sum is in double. */
+static void label_logprobs(const lms_model_config *c, float *logits, int32_t rows,
                            const int32_t *labels, int32_t n_labels, float *out)
 {
     const int32_t v = c->vocab_size;
-#pragma omp parallel for
+#pragma omp parallel for PARALLEL_IF(rows, v)
     for (int32_t r = 0; r < rows; r++) {
-        const float *l = logits + (size_t)r * v;
-        float mx = -INFINITY;
-        for (int32_t i = 0; i < v; i++)
-            mx = l[i] > mx ? l[i] : mx;
-        double sum = 0.0;
-        for (int32_t i = 0; i < v; i++)
-            sum += exp((double)l[i] - mx);
-        double lse = mx + log(sum);
+        float *l = logits + (size_t)r * v, *o = out + (size_t)r * n_labels;
         for (int32_t j = 0; j < n_labels; j++)
-            out[(size_t)r * n_labels + j] = (float)((double)l[labels[j]] - lse);
+            o[j] = l[labels[j]];
+        float mx = vec_max(l, v);
+        double lse = mx + log(vec_exp_shifted(l, v, mx));
+        for (int32_t j = 0; j < n_labels; j++)
+            o[j] = (float)((double)o[j] - lse);
     }
 }
 
@@ -155,7 +158,7 @@ lms_status forward_run(const lms_model *m, const forward_tuning *tune, const for
         if (c->rope_freq_factors) f /= c->rope_freq_factors[i];
         inv_freq[i] = (float)f;
     }
-#pragma omp parallel for
+#pragma omp parallel for PARALLEL_IF(t, d)
     for (int32_t r = 0; r < t; r++)
         memcpy(x + (size_t)r * d, m->tok_embd + (size_t)b->tokens[r] * d, d * sizeof(float));
 
@@ -187,7 +190,7 @@ lms_status forward_run(const lms_model *m, const forward_tuning *tune, const for
         rmsnorm_rows(h, x, t, w->ffn_norm, d, c->rms_eps);
         project(h, t, d, w->w_gate, ff, 0.0f, gate);
         project(h, t, d, w->w_up, ff, 0.0f, up);
-#pragma omp parallel for
+#pragma omp parallel for PARALLEL_IF(t, ff * 4)
         for (int32_t r = 0; r < t; r++)
             vec_swiglu(gate + (size_t)r * ff, up + (size_t)r * ff, (size_t)ff);
         project(gate, t, ff, w->w_down, d, 1.0f, x);
