@@ -1,0 +1,286 @@
+/*
+ * test_score.c — the Score contract of DESIGN.md on the engine API: result
+ * semantics (apply_softmax, empty item, item_first, empty list), every
+ * validation reason with its field, streaming callbacks and cancellation.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "score_fixture.h"
+
+static lms_engine *engine;
+
+static int setup(void **state)
+{
+    (void)state;
+    engine = fixture_open(NULL);
+    return engine ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    lms_engine_close(engine);
+    return 0;
+}
+
+static void test_softmax_and_exp(void **state)
+{
+    (void)state;
+    fixture_request f;
+    fixture_request_make(&f, 21, 10, 5, 1, 6);
+    lms_score_result raw = fixture_score(engine, &f.req, LMS_ALGO_SERIAL);
+    f.req.apply_softmax = true;
+    lms_score_result soft = fixture_score(engine, &f.req, LMS_ALGO_SERIAL);
+    assert_non_null(raw.scores);
+    assert_non_null(soft.scores);
+    assert_memory_equal(raw.logprobs, soft.logprobs, 5 * 4 * sizeof(float));
+    for (int i = 0; i < 5; i++) {
+        double total = 0, z = 0;
+        for (int k = 0; k < 4; k++)
+            z += exp(raw.logprobs[i * 4 + k]);
+        for (int k = 0; k < 4; k++) {
+            float lp = raw.logprobs[i * 4 + k];
+            assert_true(lp <= 0);
+            assert_float_equal(raw.scores[i * 4 + k], exp(lp), 1e-7 * exp(lp) + 1e-30);
+            assert_float_equal(soft.scores[i * 4 + k], exp(lp) / z, 1e-6);
+            total += soft.scores[i * 4 + k];
+        }
+        assert_float_equal(total, 1.0, 1e-5);
+    }
+    lms_score_result_free(&raw);
+    lms_score_result_free(&soft);
+    fixture_request_free(&f);
+}
+
+/* An empty item scores at the query's last token: the same sequence as the
+ * query's prefix plus its last token as the item. */
+static void test_empty_item_scores_at_query_end(void **state)
+{
+    (void)state;
+    for (int a = LMS_ALGO_SERIAL; a <= LMS_ALGO_PREFILL_EXTEND; a++) {
+        fixture_request f;
+        fixture_request_make(&f, 31, 12, 3, 0, 0);
+        lms_score_result empty = fixture_score(engine, &f.req, (lms_algorithm)a);
+        lms_score_request split = f.req;
+        split.query.len = 11;
+        lms_tokens last = {&f.query[11], 1};
+        split.items = &last;
+        split.n_items = 1;
+        lms_score_result ref = fixture_score(engine, &split, LMS_ALGO_SERIAL);
+        assert_non_null(empty.scores);
+        assert_non_null(ref.scores);
+        for (int i = 0; i < 3; i++)
+            assert_true(fixture_max_diff(empty.logprobs + i * 4, ref.logprobs, 4) <= 1e-5);
+        lms_score_result_free(&empty);
+        lms_score_result_free(&ref);
+        fixture_request_free(&f);
+    }
+}
+
+/* item_first scores item ++ query, whatever algorithm was asked for. */
+static void test_item_first(void **state)
+{
+    (void)state;
+    fixture_request f;
+    fixture_request_make(&f, 41, 9, 4, 0, 7);
+    f.req.item_first = true;
+    lms_score_result r = fixture_score(engine, &f.req, LMS_ALGO_PACKED_SEGMENT);
+    assert_non_null(r.scores);
+    assert_int_equal(r.algorithm, LMS_ALGO_SERIAL);
+    assert_non_null(strstr(r.algorithm_reason, "item_first"));
+    for (int i = 0; i < 4; i++) {
+        lms_score_request swapped = f.req;
+        swapped.item_first = false;
+        swapped.query = f.items[i];
+        lms_tokens q = {f.query, 9};
+        swapped.items = &q;
+        swapped.n_items = 1;
+        lms_score_result ref = fixture_score(engine, &swapped, LMS_ALGO_SERIAL);
+        assert_non_null(ref.scores);
+        assert_true(fixture_max_diff(r.logprobs + i * 4, ref.logprobs, 4) <= 1e-5);
+        lms_score_result_free(&ref);
+    }
+    lms_score_result_free(&r);
+    fixture_request_free(&f);
+}
+
+static void test_empty_item_list(void **state)
+{
+    (void)state;
+    fixture_request f;
+    fixture_request_make(&f, 51, 5, 0, 0, 0);
+    lms_score_result r;
+    lms_error err = {0};
+    assert_int_equal(lms_engine_score(engine, &f.req, NULL, &r, &err), LMS_OK);
+    assert_int_equal(r.n_items, 0);
+    assert_int_equal(r.computed_tokens, 0);
+    lms_score_result_free(&r);
+    fixture_request_free(&f);
+}
+
+static void expect_rejected(lms_engine *e, const lms_score_request *req, const char *reason,
+                            const char *field)
+{
+    lms_score_result r;
+    lms_error err = {0};
+    lms_status st = lms_engine_score(e, req, NULL, &r, &err);
+    if (st != LMS_ERR_INVALID_ARGUMENT || strcmp(err.reason, reason) || strcmp(err.field, field))
+        fail_msg("expected %s on %s, got status %s reason '%s' field '%s': %s", reason, field,
+                 lms_status_name(st), err.reason, err.field, err.msg);
+    assert_null(r.scores);
+}
+
+static void test_validation_reasons(void **state)
+{
+    (void)state;
+    fixture_request f;
+    fixture_request_make(&f, 61, 6, 3, 2, 4);
+    lms_score_request r = f.req;
+
+    r.n_labels = 0;
+    expect_rejected(engine, &r, "empty_label_token_ids", "label_token_ids");
+    r = f.req;
+    int32_t bad_labels[] = {5, -1};
+    r.label_ids = bad_labels;
+    r.n_labels = 2;
+    expect_rejected(engine, &r, "negative_token_id", "label_token_ids");
+    bad_labels[1] = 151936;
+    expect_rejected(engine, &r, "token_id_exceeds_vocab", "label_token_ids");
+
+    r = f.req;
+    f.query[2] = -7;
+    expect_rejected(engine, &r, "negative_token_id", "query");
+    f.query[2] = 1 << 30;
+    expect_rejected(engine, &r, "token_id_exceeds_vocab", "query");
+    f.query[2] = 500;
+    f.item_ids[1][0] = -2;
+    expect_rejected(engine, &r, "negative_token_id", "items[1]");
+    f.item_ids[1][0] = 200000;
+    expect_rejected(engine, &r, "token_id_exceeds_vocab", "items[1]");
+    f.item_ids[1][0] = 500;
+
+    /* empty query and an empty item: no token to score at */
+    r.query.len = 0;
+    f.items[2].len = 0;
+    expect_rejected(engine, &r, "empty_query", "query");
+    f.items[2].len = 2;
+    r.query.len = 6;
+
+    lms_engine_options opt;
+    lms_engine_options_default(&opt);
+    opt.max_items = 2;
+    opt.max_sequence_tokens = 9;
+    opt.delimiter = 42;
+    lms_engine *limited = fixture_open(&opt);
+    assert_non_null(limited);
+    expect_rejected(limited, &r, "too_many_items", "items");
+    r.n_items = 2;
+    f.items[0].len = 2; /* 6 + delimiter + 2 = 9: at the limit */
+    f.items[1].len = 4; /* 6 + delimiter + 4 = 11 > 9 */
+    expect_rejected(limited, &r, "sequence_too_long", "items[1]");
+    f.items[1].len = 1;
+    f.query[0] = 42;
+    expect_rejected(limited, &r, "delimiter_in_content", "query");
+    f.query[0] = 500;
+    f.item_ids[0][1] = 42;
+    expect_rejected(limited, &r, "delimiter_in_content", "items[0]");
+    f.item_ids[0][1] = 500;
+    r.query.len = 0;
+    expect_rejected(limited, &r, "empty_query", "query");
+    lms_engine_close(limited);
+    fixture_request_free(&f);
+}
+
+static void test_dense_mask_guard(void **state)
+{
+    (void)state;
+    lms_engine_options opt;
+    lms_engine_options_default(&opt);
+    opt.dense_mask_max_tokens = 64;
+    lms_engine *e = fixture_open(&opt);
+    assert_non_null(e);
+    fixture_request f;
+    fixture_request_make(&f, 71, 60, 2, 30, 30);
+    lms_score_request r = f.req;
+    r.algorithm = LMS_ALGO_PACKED_DENSE;
+    lms_score_result res;
+    lms_error err = {0};
+    assert_int_equal(lms_engine_score(e, &r, NULL, &res, &err), LMS_ERR_RESOURCE_EXHAUSTED);
+    assert_string_equal(err.reason, "dense_mask_too_large");
+    lms_engine_close(e);
+    fixture_request_free(&f);
+}
+
+typedef struct {
+    int32_t next; /* the item index on_items expects next */
+    int calls;
+    int stop_after; /* should_stop says yes after this many polls (-1: never) */
+    int polls;
+} stream_state;
+
+static int on_items(void *ctx, int32_t first, int32_t n, const float *scores, const float *lp)
+{
+    stream_state *s = ctx;
+    assert_int_equal(first, s->next);
+    assert_true(n > 0);
+    for (int32_t i = 0; i < n * 4; i++)
+        assert_float_equal(scores[i], exp(lp[i]), 1e-6);
+    s->next += n;
+    s->calls++;
+    return 0;
+}
+
+static int should_stop(void *ctx)
+{
+    stream_state *s = ctx;
+    return s->stop_after >= 0 && ++s->polls > s->stop_after;
+}
+
+static void test_streaming_and_cancellation(void **state)
+{
+    (void)state;
+    lms_engine_options opt;
+    lms_engine_options_default(&opt);
+    opt.max_packed_tokens = 64; /* many batches */
+    lms_engine *e = fixture_open(&opt);
+    assert_non_null(e);
+    fixture_request f;
+    fixture_request_make(&f, 81, 20, 40, 0, 9);
+    for (int a = LMS_ALGO_SERIAL; a <= LMS_ALGO_PREFILL_EXTEND; a++) {
+        stream_state s = {0, 0, -1, 0};
+        lms_score_hooks hooks = {on_items, should_stop, &s};
+        lms_score_request r = f.req;
+        r.algorithm = (lms_algorithm)a;
+        lms_score_result res;
+        lms_error err = {0};
+        assert_int_equal(lms_engine_score(e, &r, &hooks, &res, &err), LMS_OK);
+        assert_int_equal(s.next, 40);
+        assert_true(s.calls > 1);
+        lms_score_result_free(&res);
+
+        stream_state stop = {0, 0, 5, 0};
+        hooks.ctx = &stop;
+        assert_int_equal(lms_engine_score(e, &r, &hooks, &res, &err), LMS_ERR_CANCELLED);
+        assert_null(res.scores);
+        assert_true(stop.next < 40);
+    }
+    lms_engine_close(e);
+    fixture_request_free(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_softmax_and_exp),
+        cmocka_unit_test(test_empty_item_scores_at_query_end),
+        cmocka_unit_test(test_item_first),
+        cmocka_unit_test(test_empty_item_list),
+        cmocka_unit_test(test_validation_reasons),
+        cmocka_unit_test(test_dense_mask_guard),
+        cmocka_unit_test(test_streaming_and_cancellation),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
