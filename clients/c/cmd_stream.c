@@ -21,7 +21,7 @@ enum { OPT_IDS, OPT_BATCH, OPT_PROGRESS, OPT_NO_PROGRESS };
 
 static const cli_option STREAM_OPTIONS[] = {
     [OPT_IDS] = {"ids", NULL, "each input line is token ids (e.g. 4,5,6), not text"},
-    [OPT_BATCH] = {"batch", "N", "items per request message (default 512)"},
+    [OPT_BATCH] = {"batch", "N", "items per request message (default: 512 or the server's limit)"},
     [OPT_PROGRESS] = {"progress", NULL, "draw the progress bar even when stderr is no terminal"},
     [OPT_NO_PROGRESS] = {"no-progress", NULL, "never draw the progress bar"},
 };
@@ -38,7 +38,7 @@ static const cli_command STREAM_COMMAND = {
 
 typedef struct {
     bool ids;
-    long batch;
+    long batch;   /* 0: ask the server for its limit */
     int progress; /* 1 on, 0 off, -1 when stderr is a terminal */
 } stream_options;
 
@@ -215,6 +215,24 @@ static int finish(stream_state *s)
     return CLI_EXIT_OK;
 }
 
+/* The default batch: 512 items, or fewer when the server takes fewer per message. */
+static size_t default_batch(rpc_conn *conn)
+{
+    const size_t preferred = 512;
+    Lmscore__V1__GetModelInfoRequest req = LMSCORE__V1__GET_MODEL_INFO_REQUEST__INIT;
+    ProtobufCMessage *resp;
+    rpc_status st;
+    if (!rpc_unary(conn, METHOD_GET_MODEL_INFO, &req.base,
+                   &lmscore__v1__get_model_info_response__descriptor, &resp, &st))
+        return preferred; /* the stream itself will report what is wrong */
+    const Lmscore__V1__Limits *limits = ((Lmscore__V1__GetModelInfoResponse *)resp)->limits;
+    size_t batch = limits && limits->max_items > 0 && (size_t)limits->max_items < preferred
+                       ? (size_t)limits->max_items
+                       : preferred;
+    protobuf_c_message_free_unpacked(resp, NULL);
+    return batch;
+}
+
 static int run(const score_spec *spec, const stream_options *o, const char *path,
                const rpc_options *opts)
 {
@@ -227,8 +245,10 @@ static int run(const score_spec *spec, const stream_options *o, const char *path
     if (!rpc_connect(&s.conn, opts, &st)) {
         rpc_status_print("stream", &st);
     } else {
+        /* Before the stream starts: rpc_unary would take the stream's events. */
+        size_t batch = o->batch ? (size_t)o->batch : default_batch(&s.conn);
         if (rpc_stream_start(&s.conn, &s.call, METHOD_SCORE_ITEMS, &TAG_STATUS, &st)) {
-            run_call(&s, (size_t)o->batch);
+            run_call(&s, batch);
             status = finish(&s);
         } else {
             rpc_status_print("stream", &st);
@@ -243,7 +263,7 @@ static int run(const score_spec *spec, const stream_options *o, const char *path
 int cmd_stream(int argc, char **argv)
 {
     score_spec spec = {0};
-    stream_options o = {.batch = 512, .progress = -1};
+    stream_options o = {.progress = -1};
     rpc_options opts = cli_default_connection(0);
     cli_group groups[] = {
         score_spec_options(&spec),

@@ -1,0 +1,19 @@
+# End-to-end client suites (tests/clients): each starts a real lmscored on a
+# loopback port (127.0.0.1, port 0) from this build tree and drives it with
+#   clients.cli     the lmscore CLI: every subcommand, formats, error reasons,
+#                   a 10,000-item stream
+#   clients.python  the Python client package (sync and asyncio), built into
+#                   ${CMAKE_BINARY_DIR}/clients/python by the python-client target
+# The daemon must exit 0 on SIGTERM with no sanitizer report, or the suite fails.
+set(CLIENT_TESTS ${CMAKE_CURRENT_SOURCE_DIR}/clients)
+set(CLIENT_TEST_ENV
+  "LMSCORE_BUILD_DIR=${CMAKE_BINARY_DIR}"
+  "LMSCORE_SOURCE_DIR=${CMAKE_SOURCE_DIR}"
+  "PYTHONPATH=${CMAKE_BINARY_DIR}/clients/python"
+  "PYTHONDONTWRITEBYTECODE=1")
+
+foreach(suite cli python)
+  add_test(NAME clients.${suite}
+    COMMAND ${PYTHON3} -m pytest -q -p no:cacheprovider -rfE ${CLIENT_TESTS}/test_${suite}.py)
+  set_tests_properties(clients.${suite} PROPERTIES ENVIRONMENT "${CLIENT_TEST_ENV}" TIMEOUT 900)
+endforeach()
