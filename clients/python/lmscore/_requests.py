@@ -1,0 +1,161 @@
+"""_requests.py — Python values to lmscore.v1 messages and back, shared by
+the sync and asyncio clients: queries/items as str or token-id sequences,
+labels as ids or single-token texts, results as plain dataclasses."""
+
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Union
+
+from lmscore.v1 import score_pb2
+
+Text = str
+TokenIds = Sequence[int]
+InputLike = Union[Text, TokenIds]
+
+ALGORITHMS = {
+    None: score_pb2.ALGORITHM_UNSPECIFIED,
+    "auto": score_pb2.ALGORITHM_UNSPECIFIED,
+    "serial": score_pb2.ALGORITHM_SERIAL,
+    "packed_dense": score_pb2.ALGORITHM_PACKED_DENSE,
+    "packed_segment": score_pb2.ALGORITHM_PACKED_SEGMENT,
+    "prefill_extend": score_pb2.ALGORITHM_PREFILL_EXTEND,
+}
+_ALGORITHM_NAMES = {v: k for k, v in ALGORITHMS.items() if k}
+_ALGORITHM_NAMES[score_pb2.ALGORITHM_UNSPECIFIED] = "auto"
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int
+    computed_tokens: int
+    cached_tokens: int
+
+
+@dataclass
+class ScoreResult:
+    """scores[i][j]: item i, label j (exp(logprob), or the softmax over the
+    labels when apply_softmax); logprobs likewise when return_logprobs."""
+    scores: List[List[float]]
+    logprobs: Optional[List[List[float]]]
+    label_token_ids: List[int]
+    algorithm: str
+    algorithm_reason: str
+    usage: Usage
+
+
+@dataclass
+class ItemScore:
+    """One item's scores from a stream; index is its position in the input."""
+    index: int
+    scores: List[float]
+    logprobs: Optional[List[float]] = None
+
+
+@dataclass
+class StreamSummary:
+    item_count: int
+    label_token_ids: List[int]
+    algorithm: str
+    algorithm_reason: str
+    usage: Usage
+
+
+def to_input(value, what):
+    if isinstance(value, str):
+        return score_pb2.Input(text=value)
+    if isinstance(value, (bytes, bytearray)):
+        raise TypeError(f"{what}: give text as str, not bytes")
+    try:
+        ids = [int(i) for i in value]
+    except TypeError:
+        raise TypeError(f"{what}: expected a str or a sequence of token ids, "
+                        f"got {type(value).__name__}") from None
+    return score_pb2.Input(token_ids=score_pb2.TokenIds(ids=ids))
+
+
+def label_fields(labels):
+    """labels (all ints or all strs) as ScoreRequest/ScoreItemsHeader kwargs."""
+    labels = list(labels)
+    if labels and all(isinstance(x, str) for x in labels):
+        return {"label_texts": labels}
+    if all(isinstance(x, int) and not isinstance(x, bool) for x in labels):
+        return {"label_token_ids": labels}
+    raise TypeError("labels: give token ids (int) or texts (str), not a mix")
+
+
+def algorithm_value(name):
+    if name not in ALGORITHMS:
+        raise ValueError(f"algorithm: one of {sorted(k for k in ALGORITHMS if k)}, not {name!r}")
+    return ALGORITHMS[name]
+
+
+def options_fields(labels, apply_softmax, item_first, return_logprobs, algorithm):
+    return dict(label_fields(labels), apply_softmax=apply_softmax, item_first=item_first,
+                return_logprobs=return_logprobs, algorithm=algorithm_value(algorithm))
+
+
+def score_request(query, items, labels, apply_softmax, item_first, return_logprobs, algorithm):
+    return score_pb2.ScoreRequest(
+        query=to_input(query, "query"),
+        items=[to_input(item, f"items[{i}]") for i, item in enumerate(items)],
+        **options_fields(labels, apply_softmax, item_first, return_logprobs, algorithm))
+
+
+def items_header(query, labels, apply_softmax, item_first, return_logprobs, algorithm):
+    header = score_pb2.ScoreItemsHeader(
+        query=to_input(query, "query"),
+        **options_fields(labels, apply_softmax, item_first, return_logprobs, algorithm))
+    return score_pb2.ScoreItemsRequest(header=header)
+
+
+def items_batch(items, first_index):
+    return score_pb2.ScoreItemsRequest(items=score_pb2.ItemBatch(
+        items=[to_input(item, f"items[{first_index + i}]") for i, item in enumerate(items)]))
+
+
+def _usage(u):
+    return Usage(u.prompt_tokens, u.computed_tokens, u.cached_tokens)
+
+
+def score_result(response, with_logprobs):
+    return ScoreResult(
+        scores=[list(item.scores) for item in response.items],
+        logprobs=[list(item.logprobs) for item in response.items] if with_logprobs else None,
+        label_token_ids=list(response.label_token_ids),
+        algorithm=_ALGORITHM_NAMES.get(response.algorithm, str(response.algorithm)),
+        algorithm_reason=response.algorithm_reason,
+        usage=_usage(response.usage))
+
+
+def chunk_items(chunk, with_logprobs):
+    for index, item in zip(chunk.item_indices, chunk.items):
+        yield ItemScore(index, list(item.scores), list(item.logprobs) if with_logprobs else None)
+
+
+def stream_summary(summary):
+    return StreamSummary(
+        item_count=summary.item_count,
+        label_token_ids=list(summary.label_token_ids),
+        algorithm=_ALGORITHM_NAMES.get(summary.algorithm, str(summary.algorithm)),
+        algorithm_reason=summary.algorithm_reason,
+        usage=_usage(summary.usage))
+
+
+def batches(items, batch_size):
+    """(first index, list) batches of an iterable."""
+    batch, first = [], 0
+    for item in items:
+        batch.append(item)
+        if len(batch) == batch_size:
+            yield first, batch
+            first += len(batch)
+            batch = []
+    if batch:
+        yield first, batch
+
+
+def channel_options(round_robin, options):
+    opts = [("grpc.max_receive_message_length", -1)]
+    if round_robin:
+        opts.append(("grpc.service_config",
+                     '{"loadBalancingConfig": [{"round_robin": {}}]}'))
+    return opts + list(options)

@@ -1,0 +1,112 @@
+"""aio.py — the asyncio client (grpc.aio): the same methods as Client, as
+coroutines; score_stream returns an async iterator and accepts a sync or an
+async iterable of items."""
+
+import grpc
+
+from lmscore import _requests as rq
+from lmscore.client import make_credentials
+from lmscore.errors import from_rpc_error
+from lmscore._pb import health_pb2, health_pb2_grpc
+from lmscore.v1 import score_pb2, score_pb2_grpc
+
+
+async def _batches(items, batch_size):
+    """(first index, list) batches of a sync or async iterable."""
+    if not hasattr(items, "__aiter__"):
+        for pair in rq.batches(items, batch_size):
+            yield pair
+        return
+    batch, first = [], 0
+    async for item in items:
+        batch.append(item)
+        if len(batch) == batch_size:
+            yield first, batch
+            first += len(batch)
+            batch = []
+    if batch:
+        yield first, batch
+
+
+class AsyncScoreStream:
+    """Async iterator of ItemScore; .summary is set once it is exhausted."""
+
+    def __init__(self, call, with_logprobs):
+        self._call = call
+        self._with_logprobs = with_logprobs
+        self.summary = None
+
+    async def __aiter__(self):
+        try:
+            async for response in self._call:
+                if response.HasField("chunk"):
+                    for item in rq.chunk_items(response.chunk, self._with_logprobs):
+                        yield item
+                else:
+                    self.summary = rq.stream_summary(response.summary)
+        except grpc.aio.AioRpcError as e:
+            raise from_rpc_error(e) from None
+
+    def cancel(self):
+        self._call.cancel()
+
+
+class AsyncClient:
+    """AsyncClient("host:50051"); use `async with` or await close()."""
+
+    def __init__(self, target="127.0.0.1:50051", *, tls=False, root_certificates=None,
+                 round_robin=False, timeout=30.0, options=()):
+        opts = rq.channel_options(round_robin, options)
+        creds = make_credentials(tls, root_certificates)
+        self._channel = (grpc.aio.secure_channel(target, creds, options=opts) if creds
+                         else grpc.aio.insecure_channel(target, options=opts))
+        self._stub = score_pb2_grpc.ScoreServiceStub(self._channel)
+        self._health = health_pb2_grpc.HealthStub(self._channel)
+        self.timeout = timeout
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.close()
+
+    async def close(self):
+        await self._channel.close()
+
+    async def _call(self, method, request, timeout):
+        try:
+            return await method(request, timeout=self.timeout if timeout is None else timeout)
+        except grpc.aio.AioRpcError as e:
+            raise from_rpc_error(e) from None
+
+    async def score(self, query, items, labels, *, apply_softmax=False, item_first=False,
+                    return_logprobs=False, algorithm=None, timeout=None):
+        request = rq.score_request(query, items, labels, apply_softmax, item_first,
+                                   return_logprobs, algorithm)
+        response = await self._call(self._stub.Score, request, timeout)
+        return rq.score_result(response, return_logprobs)
+
+    def score_stream(self, query, items, labels, *, apply_softmax=False, item_first=False,
+                     return_logprobs=False, algorithm=None, batch_size=256, timeout=None):
+        header = rq.items_header(query, labels, apply_softmax, item_first, return_logprobs,
+                                 algorithm)
+
+        async def requests():
+            yield header
+            async for first, batch in _batches(items, batch_size):
+                yield rq.items_batch(batch, first)
+
+        return AsyncScoreStream(self._stub.ScoreItems(requests(), timeout=timeout),
+                                return_logprobs)
+
+    async def tokenize(self, text, *, add_special_tokens=False, timeout=None):
+        request = score_pb2.TokenizeRequest(text=text, add_special_tokens=add_special_tokens)
+        return list((await self._call(self._stub.Tokenize, request, timeout)).token_ids)
+
+    async def info(self, *, timeout=None):
+        return await self._call(self._stub.GetModelInfo, score_pb2.GetModelInfoRequest(), timeout)
+
+    async def health(self, service="", *, timeout=None):
+        request = health_pb2.HealthCheckRequest(service=service)
+        response = await self._call(self._health.Check, request, timeout)
+        return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)

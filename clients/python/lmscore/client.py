@@ -1,0 +1,108 @@
+"""client.py — the synchronous client: one grpc channel, every ScoreService
+method, health checks; failures raise lmscore.errors types."""
+
+import grpc
+
+from lmscore import _requests as rq
+from lmscore.errors import from_rpc_error
+from lmscore._pb import health_pb2, health_pb2_grpc
+from lmscore.v1 import score_pb2, score_pb2_grpc
+
+
+def make_credentials(tls, root_certificates):
+    """None (plaintext) or SSL channel credentials."""
+    if not tls and root_certificates is None:
+        return None
+    return grpc.ssl_channel_credentials(root_certificates=root_certificates)
+
+
+class ScoreStream:
+    """The items' scores as the server sends them (any order: see
+    ItemScore.index); after the iteration, .summary holds the StreamSummary."""
+
+    def __init__(self, responses, with_logprobs):
+        self._responses = responses
+        self._with_logprobs = with_logprobs
+        self.summary = None
+
+    def __iter__(self):
+        try:
+            for response in self._responses:
+                if response.HasField("chunk"):
+                    yield from rq.chunk_items(response.chunk, self._with_logprobs)
+                else:
+                    self.summary = rq.stream_summary(response.summary)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from None
+
+    def cancel(self):
+        self._responses.cancel()
+
+
+class Client:
+    """Client("host:50051") — plaintext unless tls=True or root_certificates
+    (PEM bytes) is given; round_robin=True spreads calls over every address
+    the target resolves to (e.g. dns:///lmscored-headless.ns.svc:50051)."""
+
+    def __init__(self, target="127.0.0.1:50051", *, tls=False, root_certificates=None,
+                 round_robin=False, timeout=30.0, options=()):
+        opts = rq.channel_options(round_robin, options)
+        creds = make_credentials(tls, root_certificates)
+        self._channel = (grpc.secure_channel(target, creds, options=opts) if creds
+                         else grpc.insecure_channel(target, options=opts))
+        self._stub = score_pb2_grpc.ScoreServiceStub(self._channel)
+        self._health = health_pb2_grpc.HealthStub(self._channel)
+        self.timeout = timeout
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        self._channel.close()
+
+    def _call(self, method, request, timeout):
+        try:
+            return method(request, timeout=self.timeout if timeout is None else timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from None
+
+    def score(self, query, items, labels, *, apply_softmax=False, item_first=False,
+              return_logprobs=False, algorithm=None, timeout=None):
+        """Scores items (str or token-id sequences, like the query) against
+        the query for each label (token ids or single-token texts)."""
+        request = rq.score_request(query, items, labels, apply_softmax, item_first,
+                                   return_logprobs, algorithm)
+        return rq.score_result(self._call(self._stub.Score, request, timeout), return_logprobs)
+
+    def score_stream(self, query, items, labels, *, apply_softmax=False, item_first=False,
+                     return_logprobs=False, algorithm=None, batch_size=256, timeout=None):
+        """Scores an iterable of items (consumed lazily, sent in batches of
+        batch_size) through the bidirectional ScoreItems call; returns a
+        ScoreStream to iterate while items are still being sent."""
+        header = rq.items_header(query, labels, apply_softmax, item_first, return_logprobs,
+                                 algorithm)
+
+        def requests():
+            yield header
+            for first, batch in rq.batches(items, batch_size):
+                yield rq.items_batch(batch, first)
+
+        responses = self._stub.ScoreItems(requests(), timeout=timeout)
+        return ScoreStream(responses, return_logprobs)
+
+    def tokenize(self, text, *, add_special_tokens=False, timeout=None):
+        request = score_pb2.TokenizeRequest(text=text, add_special_tokens=add_special_tokens)
+        return list(self._call(self._stub.Tokenize, request, timeout).token_ids)
+
+    def info(self, *, timeout=None):
+        """The GetModelInfoResponse message: model, limits, counters."""
+        return self._call(self._stub.GetModelInfo, score_pb2.GetModelInfoRequest(), timeout)
+
+    def health(self, service="", *, timeout=None):
+        """The serving status name, e.g. "SERVING"."""
+        request = health_pb2.HealthCheckRequest(service=service)
+        response = self._call(self._health.Check, request, timeout)
+        return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
