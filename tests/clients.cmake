@@ -4,6 +4,7 @@
 #                   a 10,000-item stream
 #   clients.python  the Python client package (sync and asyncio), built into
 #                   ${CMAKE_BINARY_DIR}/clients/python by the python-client target
+#   clients.tls     a TLS daemon (openssl-made CA) through the CLI and Python
 # The daemon must exit 0 on SIGTERM with no sanitizer report, or the suite fails.
 set(CLIENT_TESTS ${CMAKE_CURRENT_SOURCE_DIR}/clients)
 set(CLIENT_TEST_ENV
@@ -12,7 +13,7 @@ set(CLIENT_TEST_ENV
   "PYTHONPATH=${CMAKE_BINARY_DIR}/clients/python"
   "PYTHONDONTWRITEBYTECODE=1")
 
-foreach(suite cli python)
+foreach(suite cli python tls)
   add_test(NAME clients.${suite}
     COMMAND ${PYTHON3} -m pytest -q -p no:cacheprovider -rfE ${CLIENT_TESTS}/test_${suite}.py)
   set_tests_properties(clients.${suite} PROPERTIES ENVIRONMENT "${CLIENT_TEST_ENV}" TIMEOUT 900)

@@ -35,7 +35,9 @@ def model_path(name):
 
 
 class Daemon:
-    def __init__(self, model="tiny-llama.gguf", flags=(), env=None, preexec_fn=None):
+    def __init__(self, model="tiny-llama.gguf", flags=(), env=None, preexec_fn=None,
+                 ready_args=()):
+        """ready_args: extra `lmscore health` flags to reach it (e.g. --ca-cert)."""
         self.log = tempfile.NamedTemporaryFile(prefix="lmscored-", suffix=".log", delete=False)
         clean_env = {k: v for k, v in os.environ.items() if not k.startswith("LMSCORE_")}
         clean_env.update(env or {})
@@ -45,7 +47,7 @@ class Daemon:
                                      env=clean_env, preexec_fn=preexec_fn)
         self.port = self._wait_for_port()
         self.target = f"127.0.0.1:{self.port}"
-        self._wait_until_serving()
+        self._wait_until_serving(ready_args)
 
     def log_text(self):
         with open(self.log.name, encoding="utf-8", errors="replace") as f:
@@ -63,9 +65,9 @@ class Daemon:
         self.proc.kill()
         raise RuntimeError(f"lmscored did not say where it listens:\n{self.log_text()}")
 
-    def _wait_until_serving(self):
+    def _wait_until_serving(self, ready_args):
         result = subprocess.run([cli_path(), "health", "--target", self.target,
-                                 "--wait", str(START_TIMEOUT_S)],
+                                 "--wait", str(START_TIMEOUT_S), *ready_args],
                                 capture_output=True, text=True, timeout=START_TIMEOUT_S + 30)
         if result.returncode != 0:
             self.proc.kill()
