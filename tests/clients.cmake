@@ -5,16 +5,25 @@
 #   clients.python  the Python client package (sync and asyncio), built into
 #                   ${CMAKE_BINARY_DIR}/clients/python by the python-client target
 #   clients.tls     a TLS daemon (openssl-made CA) through the CLI and Python
+#   clients.examples the Node examples (clients/examples/node), whose pinned
+#                   npm packages clients.node_modules installs
 # The daemon must exit 0 on SIGTERM with no sanitizer report, or the suite fails.
 set(CLIENT_TESTS ${CMAKE_CURRENT_SOURCE_DIR}/clients)
 set(CLIENT_TEST_ENV
   "LMSCORE_BUILD_DIR=${CMAKE_BINARY_DIR}"
   "LMSCORE_SOURCE_DIR=${CMAKE_SOURCE_DIR}"
   "PYTHONPATH=${CMAKE_BINARY_DIR}/clients/python"
-  "PYTHONDONTWRITEBYTECODE=1")
+  "PYTHONDONTWRITEBYTECODE=1"
+  "LMSCORE_NODE_EXAMPLES=${CMAKE_BINARY_DIR}/node-examples")
 
-foreach(suite cli python tls)
+add_test(NAME clients.node_modules
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/packaging/install_npm_tools.sh
+          ${CMAKE_BINARY_DIR}/node-examples ${CMAKE_SOURCE_DIR}/clients/examples/node)
+set_tests_properties(clients.node_modules PROPERTIES FIXTURES_SETUP node_examples TIMEOUT 600)
+
+foreach(suite cli python tls examples)
   add_test(NAME clients.${suite}
     COMMAND ${PYTHON3} -m pytest -q -p no:cacheprovider -rfE ${CLIENT_TESTS}/test_${suite}.py)
   set_tests_properties(clients.${suite} PROPERTIES ENVIRONMENT "${CLIENT_TEST_ENV}" TIMEOUT 900)
 endforeach()
+set_tests_properties(clients.examples PROPERTIES FIXTURES_REQUIRED node_examples)
