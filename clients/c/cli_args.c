@@ -58,7 +58,7 @@ static void print_usage(const cli_command *cmd, const cli_group *groups, size_t 
     fprintf(out, "usage: lmscore %s [options]%s%s\n%s\n", cmd->name, *cmd->operands ? " " : "",
             cmd->operands, cmd->summary);
     for (size_t g = 0; g < n_groups; g++)
-        print_options(out, "options", groups[g].options, groups[g].count);
+        print_options(out, groups[g].title, groups[g].options, groups[g].count);
     print_options(out, "connection", CONNECTION_OPTIONS, N_CONNECTION_OPTIONS);
 }
 

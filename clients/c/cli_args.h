@@ -29,6 +29,7 @@ typedef struct {
 typedef bool (*cli_option_fn)(void *ctx, size_t index, const char *value);
 
 typedef struct {
+    const char *title; /* the heading of the group in the usage */
     const cli_option *options;
     size_t count;
     cli_option_fn handle;

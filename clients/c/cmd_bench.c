@@ -341,8 +341,8 @@ int cmd_bench(int argc, char **argv)
                        .labels = 2,
                        .seed = 1};
     rpc_options opts = cli_default_connection(60);
-    cli_group group = {BENCH_OPTIONS, sizeof BENCH_OPTIONS / sizeof BENCH_OPTIONS[0], handle_option,
-                       &o};
+    cli_group group = {"load", BENCH_OPTIONS, sizeof BENCH_OPTIONS / sizeof BENCH_OPTIONS[0],
+                       handle_option, &o};
     int first, status;
     if (!cli_parse(&BENCH_COMMAND, &group, 1, argc, argv, &opts, &first, &status)) return status;
     return run(&o, &opts);

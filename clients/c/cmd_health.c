@@ -65,7 +65,7 @@ int cmd_health(int argc, char **argv)
 {
     health_options o = {.service = ""};
     rpc_options opts = cli_default_connection(5);
-    cli_group group = {HEALTH_OPTIONS, 2, handle_option, &o};
+    cli_group group = {"options", HEALTH_OPTIONS, 2, handle_option, &o};
     int first, status;
     if (!cli_parse(&HEALTH_COMMAND, &group, 1, argc, argv, &opts, &first, &status)) return status;
 

@@ -32,7 +32,7 @@ int cmd_info(int argc, char **argv)
 {
     bool json = false;
     rpc_options opts = cli_default_connection(30);
-    cli_group group = {INFO_OPTIONS, 1, handle_option, &json};
+    cli_group group = {"options", INFO_OPTIONS, 1, handle_option, &json};
     int first, status;
     if (!cli_parse(&INFO_COMMAND, &group, 1, argc, argv, &opts, &first, &status)) return status;
 

@@ -69,7 +69,7 @@ int cmd_score(int argc, char **argv)
     rpc_options opts = cli_default_connection(30);
     cli_group groups[] = {
         score_spec_options(&spec),
-        {ITEM_OPTIONS, sizeof ITEM_OPTIONS / sizeof ITEM_OPTIONS[0], handle_item, &items},
+        {"items", ITEM_OPTIONS, sizeof ITEM_OPTIONS / sizeof ITEM_OPTIONS[0], handle_item, &items},
     };
     int first, status;
     if (cli_parse(&SCORE_COMMAND, groups, 2, argc, argv, &opts, &first, &status)) {

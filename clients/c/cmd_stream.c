@@ -267,7 +267,8 @@ int cmd_stream(int argc, char **argv)
     rpc_options opts = cli_default_connection(0);
     cli_group groups[] = {
         score_spec_options(&spec),
-        {STREAM_OPTIONS, sizeof STREAM_OPTIONS / sizeof STREAM_OPTIONS[0], handle_option, &o},
+        {"input", STREAM_OPTIONS, sizeof STREAM_OPTIONS / sizeof STREAM_OPTIONS[0], handle_option,
+         &o},
     };
     int first, status;
     if (cli_parse(&STREAM_COMMAND, groups, 2, argc, argv, &opts, &first, &status)) {

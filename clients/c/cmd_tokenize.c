@@ -49,7 +49,7 @@ int cmd_tokenize(int argc, char **argv)
 {
     tokenize_options o = {0};
     rpc_options opts = cli_default_connection(30);
-    cli_group group = {TOKENIZE_OPTIONS, 2, handle_option, &o};
+    cli_group group = {"options", TOKENIZE_OPTIONS, 2, handle_option, &o};
     int first, status;
     if (!cli_parse(&TOKENIZE_COMMAND, &group, 1, argc, argv, &opts, &first, &status)) return status;
 

@@ -116,8 +116,8 @@ static bool handle_option(void *ctx, size_t index, const char *value)
 
 cli_group score_spec_options(score_spec *spec)
 {
-    return (cli_group){SPEC_OPTIONS, sizeof SPEC_OPTIONS / sizeof SPEC_OPTIONS[0], handle_option,
-                       spec};
+    return (cli_group){"query, labels and scoring", SPEC_OPTIONS,
+                       sizeof SPEC_OPTIONS / sizeof SPEC_OPTIONS[0], handle_option, spec};
 }
 
 bool score_spec_complete(const score_spec *spec, const char *command)
