@@ -8,6 +8,7 @@ ConfigMap."""
 
 import glob
 import os
+import re
 import shutil
 import subprocess
 
@@ -196,3 +197,17 @@ def test_model_volume_is_mounted_read_only(deployment, container):
 
 def test_image_is_pinned_by_the_kustomization(container):
     assert container["image"] == "lmscore:0.1.0"
+
+
+def seconds(duration):
+    """"30s", "500ms", "2m" -> seconds."""
+    match = re.fullmatch(r"(\d+)(ms|s|m)", duration)
+    assert match, duration
+    return int(match.group(1)) * {"ms": 0.001, "s": 1, "m": 60}[match.group(2)]
+
+
+def test_grace_period_covers_the_pause_and_the_drain(docs, deployment, container):
+    drain = seconds(one(docs, "ConfigMap")["data"]["LMSCORE_DRAIN_TIMEOUT"])
+    pause = int(container["lifecycle"]["preStop"]["exec"]["command"][-1])
+    grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert grace > pause + drain

@@ -159,3 +159,10 @@ def test_env_file_commented_variables_are_known(source_dir, daemon_env_names):
     text = read(os.path.join(source_dir, "packaging", "lmscored.env"))
     for name in re.findall(r"^#(LMSCORE_[A-Z0-9_]+)=", text, re.M):
         assert name in daemon_env_names, name
+
+
+def test_stop_timeout_covers_the_drain(source_dir, service):
+    env = env_assignments(read(os.path.join(source_dir, "packaging", "lmscored.env")))
+    drain = int(env["LMSCORE_DRAIN_TIMEOUT"].rstrip("s"))
+    (stop,) = service["TimeoutStopSec"]
+    assert int(stop.rstrip("s")) > drain
