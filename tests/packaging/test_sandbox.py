@@ -1,5 +1,7 @@
 """test_sandbox.py — lmscored runs under the restrictions lmscored.service
-puts on it: MemoryDenyWriteExecute= (the kernel's PR_SET_MDWE, which systemd
+(and the Kubernetes securityContext) put on it. It writes no file (so
+ProtectSystem=strict and readOnlyRootFilesystem cost nothing), and it runs
+under MemoryDenyWriteExecute= (the kernel's PR_SET_MDWE, which systemd
 uses where it exists) and SystemCallFilter=@system-service ~@privileged with
 SystemCallErrorNumber=EPERM (the same allow-list, expanded by systemd-analyze,
 loaded as a seccomp filter). The daemon must load the demo model (its
@@ -93,24 +95,51 @@ def test_mdwe_is_enforced_here():
     assert result.returncode == 0, result.stderr
 
 
+# LeakSanitizer stops the world with ptrace at exit, which neither a tracer
+# nor the syscall filter allows; the other suites check this daemon for leaks.
+_ASAN = os.environ.get("ASAN_OPTIONS", "")
+NO_LEAK_CHECK = {"ASAN_OPTIONS": (_ASAN + ":" if _ASAN else "") + "detect_leaks=0"}
+WRITE_CALLS = "creat,mkdir,mkdirat,rename,renameat,renameat2,unlink,unlinkat,truncate," \
+              "link,linkat,symlink,symlinkat"
+
+
+def exercise(d):
+    """A text Score (the tokenizer's regexes) and a 200-item stream."""
+    score = subprocess.run([cli_path(), "score", "--target", d.target, "--query",
+                            "Is this sandboxed?", "--item", " yes", "--item", " no",
+                            "--label", " yes", "--json"],
+                           capture_output=True, text=True, timeout=300)
+    assert score.returncode == 0, score.stderr
+    stream = subprocess.run([cli_path(), "stream", "--target", d.target, "--query", "Pick:",
+                             "--label-id", "9454"], input="".join(f"x{i}\n" for i in range(200)),
+                            capture_output=True, text=True, timeout=300)
+    assert stream.returncode == 0, stream.stderr
+    assert len(stream.stdout.splitlines()) == 200
+
+
 def test_daemon_serves_inside_the_unit_sandbox(allowed_syscalls):
-    # LeakSanitizer stops the world with ptrace at exit, which the filter
-    # rightly forbids; the other suites check this daemon for leaks.
-    asan = os.environ.get("ASAN_OPTIONS", "")
     d = Daemon(model="tiny-qwen3.gguf", preexec_fn=sandbox(allowed_syscalls),
-               flags=["--workers", "2"],
-               env={"ASAN_OPTIONS": (asan + ":" if asan else "") + "detect_leaks=0"})
+               flags=["--workers", "2"], env=NO_LEAK_CHECK)
     try:
-        score = subprocess.run([cli_path(), "score", "--target", d.target, "--query",
-                                "Is this sandboxed?", "--item", " yes", "--item", " no",
-                                "--label", " yes", "--json"],
-                               capture_output=True, text=True, timeout=300)
-        assert score.returncode == 0, score.stderr
-        stream = subprocess.run([cli_path(), "stream", "--target", d.target, "--query", "Pick:",
-                                 "--label-id", "9454"], input="".join(f"x{i}\n" for i in range(200)),
-                                capture_output=True, text=True, timeout=300)
-        assert stream.returncode == 0, stream.stderr
-        assert len(stream.stdout.splitlines()) == 200
+        exercise(d)
     finally:
         log = d.stop()
     assert not re.search(r"Operation not permitted|EPERM", log), log
+
+
+def test_daemon_writes_no_file(tmp_path):
+    trace = tmp_path / "syscalls"
+    d = Daemon(model="tiny-qwen3.gguf", env=NO_LEAK_CHECK,
+               wrapper=["strace", "-f", "-qq", "-o", str(trace),
+                        "-e", f"trace=open,openat,openat2,{WRITE_CALLS}"])
+    try:
+        exercise(d)
+    finally:
+        d.stop()
+    calls = trace.read_text().splitlines()
+    assert any("tiny-qwen3.gguf" in c for c in calls), "the trace saw no model being opened"
+    writes = [c for c in calls if "= -1 " not in c and
+              (re.search(r"O_WRONLY|O_RDWR|O_CREAT", c) or
+               re.search(rf"\b({WRITE_CALLS.replace(',', '|')})\(", c))]
+    allowed = re.compile(r'"/dev/(null|tty|urandom|random)"')
+    assert [c for c in writes if not allowed.search(c)] == []
