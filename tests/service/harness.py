@@ -155,6 +155,40 @@ class Daemon:
             self.stop(signal.SIGKILL)
 
 
+def steady_memory_env():
+    """Environment for a daemon whose RSS a test measures: under ASan, a
+    small quarantine, so RSS shows the daemon's memory rather than the
+    sanitizer's pool of freed blocks (256 MB by default) filling up."""
+    opts = os.environ.get("ASAN_OPTIONS")
+    if opts is None:
+        return {}
+    return {"ASAN_OPTIONS": opts + ":quarantine_size_mb=4:thread_local_quarantine_size_kb=64"}
+
+
+class RssSampler:
+    """Samples a daemon's RSS every period seconds on a thread."""
+
+    def __init__(self, daemon, period=0.1):
+        self.daemon, self.period = daemon, period
+        self.samples = []  # (monotonic time, kB)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.samples.append((time.monotonic(), self.daemon.rss_kb()))
+            self._stop.wait(self.period)
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+        return self.samples
+
+    def max_kb(self, since=0.0):
+        return max(kb for t, kb in self.samples if t >= since)
+
+
 def error_info(err):
     """The google.rpc.ErrorInfo of a failed call (None when it has none)."""
     for key, value in err.trailing_metadata() or ():
