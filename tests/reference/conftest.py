@@ -9,7 +9,15 @@ import subprocess
 
 import pytest
 
-import ref_model
+# numpy's BLAS runs single-threaded in this process: the matrices are tiny and
+# on a busy machine (ctest -j, fuzzers) a spinning thread pool is many times
+# slower. The engine gets one OpenMP thread too unless OMP_NUM_THREADS is set
+# by the caller (set it to run the gate multi-threaded).
+ENGINE_ENV = {"OMP_NUM_THREADS": "1", **os.environ}
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import ref_model  # noqa: E402  (after the thread settings, which numpy reads at import)
 
 # The three architectures in both formats must exist: a missing one is a
 # failure of the build, not a reason to skip.
@@ -75,7 +83,7 @@ def run_engine(name, request, extra_args=()):
     """(exit code, parsed stdout JSON, stderr) of lmscore-local on a request."""
     cmd = [engine_cli(), "--model", model_path(name), "--request", "-", *extra_args]
     proc = subprocess.run(cmd, input=json.dumps(request), capture_output=True, text=True,
-                          timeout=ENGINE_TIMEOUT_S, check=False)
+                          timeout=ENGINE_TIMEOUT_S, check=False, env=ENGINE_ENV)
     try:
         out = json.loads(proc.stdout)
     except json.JSONDecodeError:

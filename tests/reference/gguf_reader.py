@@ -78,8 +78,31 @@ class _Cursor:
             count = self.unpack("<Q")
             if count > len(self.buf):
                 raise GGUFError(f"array of {count} elements is larger than the file")
+            if elem_type in _SCALAR_FORMATS and elem_type != 7:
+                fmt = _SCALAR_FORMATS[elem_type]
+                raw = self.take(count * struct.calcsize(fmt))
+                return np.frombuffer(raw, dtype=np.dtype(fmt)).tolist()
+            if elem_type == _TYPE_STRING:
+                return self.string_array(count)
             return [self.value(elem_type) for _ in range(count)]
         raise GGUFError(f"unknown metadata value type {vtype} at byte {self.pos}")
+
+    def string_array(self, count):
+        # Vocabularies hold ~10^5 strings: one tight loop instead of a call per string.
+        buf, pos, end = self.buf, self.pos, len(self.buf)
+        read_len = struct.Struct("<Q").unpack_from
+        out = [None] * count
+        for i in range(count):
+            if pos + 8 > end:
+                raise GGUFError(f"truncated string array at byte {pos}")
+            (n,) = read_len(buf, pos)
+            pos += 8
+            if n > end - pos:
+                raise GGUFError(f"string of {n} bytes at byte {pos} runs past the end")
+            out[i] = str(buf[pos : pos + n], "utf-8")
+            pos += n
+        self.pos = pos
+        return out
 
 
 class TensorInfo:
