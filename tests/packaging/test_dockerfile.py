@@ -202,6 +202,7 @@ def resolved_libraries(binary):
     return libs
 
 
+@functools.lru_cache(maxsize=None)
 def owning_package(path):
     """The installed package owning path (following alternatives symlinks)."""
     for candidate in (path, os.path.realpath(path)):
@@ -217,59 +218,64 @@ def owning_package(path):
     pytest.fail(f"no installed package owns {path}")
 
 
-def dpkg_field(package, field):
-    out = subprocess.run(["dpkg-query", "-W", "-f", f"${{{field}}}", package],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        pytest.fail(f"{package} is not installed here, so its dependencies cannot be checked")
-    return out.stdout
+@functools.lru_cache(maxsize=None)
+def installed_packages():
+    """name -> {Depends, Pre-Depends, Provides, Essential, Priority} of every
+    installed package (one dpkg-query for all; multiarch names without :arch)."""
+    fields = ["Package", "Status", "Depends", "Pre-Depends", "Provides", "Essential", "Priority"]
+    fmt = "\t".join(f"${{{f}}}" for f in fields) + "\n"
+    out = subprocess.run(["dpkg-query", "-W", "-f", fmt], capture_output=True, text=True,
+                         check=True).stdout
+    packages = {}
+    for line in out.splitlines():
+        record = dict(zip(fields, line.split("\t")))
+        if "install ok installed" in record["Status"]:
+            packages[record["Package"]] = record
+    return packages
 
 
-def installed(package):
-    out = subprocess.run(["dpkg-query", "-W", "-f", "${Status}", package],
-                         capture_output=True, text=True)
-    return out.returncode == 0 and "install ok installed" in out.stdout
+def names(relations):
+    """The package names of a Depends-style field: [[alternatives], ...]."""
+    return [[re.split(r"[\s(:]", alt.strip())[0] for alt in clause.split("|")]
+            for clause in filter(None, (c.strip() for c in relations.split(",")))]
+
+
+@functools.lru_cache(maxsize=None)
+def providers():
+    """virtual package -> an installed package that Provides it."""
+    found = {}
+    for package, record in installed_packages().items():
+        for (name, *_) in names(record["Provides"]):
+            found.setdefault(name, package)
+    return found
 
 
 @functools.lru_cache(maxsize=None)
 def base_packages():
     """What every Debian image has (a minbase install): the Essential and
     priority-required packages and what they depend on."""
-    out = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${Essential} ${Priority}\n"],
-                         capture_output=True, text=True, check=True).stdout
-    return dependency_closure(line.split()[0] for line in out.splitlines()
-                              if " yes " in f" {line} " or line.endswith(" required"))
-
-
-@functools.lru_cache(maxsize=None)
-def providers():
-    """virtual package -> an installed package that Provides it."""
-    out = subprocess.run(["dpkg-query", "-W", "-f", "${Package}\t${Provides}\n"],
-                         capture_output=True, text=True, check=True).stdout
-    found = {}
-    for line in out.splitlines():
-        package, _, provides = line.partition("\t")
-        for item in filter(None, (p.strip() for p in provides.split(","))):
-            found.setdefault(re.split(r"[\s(:]", item)[0], package)
-    return found
+    return dependency_closure(frozenset(
+        p for p, r in installed_packages().items()
+        if r["Essential"] == "yes" or r["Priority"] == "required"))
 
 
 def dependency_closure(packages):
     """The packages apt installs for `packages`: the Depends/Pre-Depends
     closure (for an alternative, the one installed here)."""
+    db = installed_packages()
     seen, todo = set(), list(packages)
     while todo:
         pkg = todo.pop()
         if pkg in seen:
             continue
+        if pkg not in db:
+            pytest.fail(f"{pkg} is not installed here, so its dependencies cannot be checked")
         seen.add(pkg)
-        deps = dpkg_field(pkg, "Depends") + ", " + dpkg_field(pkg, "Pre-Depends")
-        for clause in filter(None, (c.strip() for c in deps.split(","))):
-            names = [re.split(r"[\s(:]", alt.strip())[0] for alt in clause.split("|")]
-            pick = next((n for n in names if installed(n)), None) or \
-                next((providers()[n] for n in names if n in providers()), None)
+        for alternatives in names(db[pkg]["Depends"] + "," + db[pkg]["Pre-Depends"]):
+            pick = next((n for n in alternatives if n in db), None) or \
+                next((providers()[n] for n in alternatives if n in providers()), None)
             if pick is None:
-                pytest.fail(f"none of {names} (a dependency of {pkg}) is installed here")
+                pytest.fail(f"none of {alternatives} (a dependency of {pkg}) is installed here")
             todo.append(pick)
     return seen
 
