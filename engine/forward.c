@@ -101,8 +101,11 @@ static void label_logprobs(const lms_model_config *c, float *logits, int32_t row
     }
 }
 
+/* Final norm + LM head + label log-probs for rows of x (all of them when
+ * rows is NULL), in chunks of tune->head_chunk rows. */
 static lms_status score_rows(const lms_model *m, const forward_tuning *tune, const float *x,
-                             const forward_batch *b, lms_error *err)
+                             const int32_t *rows, int32_t n_rows, const int32_t *labels,
+                             int32_t n_labels, float *out, lms_error *err)
 {
     const lms_model_config *c = &m->cfg;
     const int32_t d = c->d_model, chunk = tune->head_chunk;
@@ -113,18 +116,25 @@ static lms_status score_rows(const lms_model *m, const forward_tuning *tune, con
         lms_free(logits);
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for the LM head");
     }
-    for (int32_t s0 = 0; s0 < b->n_score_rows; s0 += chunk) {
-        int32_t n = b->n_score_rows - s0 < chunk ? b->n_score_rows - s0 : chunk;
-        for (int32_t i = 0; i < n; i++)
-            vec_rmsnorm(h + (size_t)i * d, x + (size_t)b->score_rows[s0 + i] * d, m->output_norm, d,
-                        c->rms_eps);
+    for (int32_t s0 = 0; s0 < n_rows; s0 += chunk) {
+        int32_t n = n_rows - s0 < chunk ? n_rows - s0 : chunk;
+        for (int32_t i = 0; i < n; i++) {
+            int32_t row = rows ? rows[s0 + i] : s0 + i;
+            vec_rmsnorm(h + (size_t)i * d, x + (size_t)row * d, m->output_norm, d, c->rms_eps);
+        }
         project(h, n, d, m->output, c->vocab_size, 0.0f, logits);
-        label_logprobs(c, logits, n, b->labels, b->n_labels,
-                       b->label_logprobs + (size_t)s0 * b->n_labels);
+        label_logprobs(c, logits, n, labels, n_labels, out + (size_t)s0 * n_labels);
     }
     lms_free(h);
     lms_free(logits);
     return LMS_OK;
+}
+
+lms_status forward_score_hidden(const lms_model *m, const forward_tuning *tune, const float *hidden,
+                                int32_t n_rows, const int32_t *labels, int32_t n_labels,
+                                float *label_logprobs, lms_error *err)
+{
+    return score_rows(m, tune, hidden, NULL, n_rows, labels, n_labels, label_logprobs, err);
 }
 
 lms_status forward_run(const lms_model *m, const forward_tuning *tune, const forward_batch *b,
@@ -195,8 +205,13 @@ lms_status forward_run(const lms_model *m, const forward_tuning *tune, const for
             vec_swiglu(gate + (size_t)r * ff, up + (size_t)r * ff, (size_t)ff);
         project(gate, t, ff, w->w_down, d, 1.0f, x);
     }
-    if (b->capture) b->capture->len = b->layout.prefix_rows;
-    st = score_rows(m, tune, x, b, err);
+    if (b->capture) {
+        b->capture->len = b->layout.prefix_rows;
+        memcpy(b->capture->last_hidden, x + (size_t)(b->layout.prefix_rows - 1) * d,
+               (size_t)d * sizeof(float));
+    }
+    st = score_rows(m, tune, x, b->score_rows, b->n_score_rows, b->labels, b->n_labels,
+                    b->label_logprobs, err);
 out:
     attn_plan_free(plan);
     lms_free(x);

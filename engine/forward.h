@@ -41,6 +41,12 @@ typedef struct {
 lms_status forward_run(const lms_model *m, const forward_tuning *tune, const forward_batch *b,
                        lms_error *err);
 
+/* Label log-probs of hidden states that already went through every layer
+ * (e.g. a cached prefix's last row): final norm, LM head, log-softmax. */
+lms_status forward_score_hidden(const lms_model *m, const forward_tuning *tune, const float *hidden,
+                                int32_t n_rows, const int32_t *labels, int32_t n_labels,
+                                float *label_logprobs, lms_error *err);
+
 /* Bytes of activations forward_run allocates for a batch (for budgeting). */
 size_t forward_activation_bytes(const lms_model_config *cfg, int32_t n_rows);
 

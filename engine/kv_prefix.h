@@ -21,10 +21,14 @@ typedef struct {
     int32_t len;      /* rows filled */
     float *k;         /* [n_layers][capacity][kv_dim] */
     float *v;
+    /* The last row's hidden state after the last layer (before the final
+     * norm): what an empty item is scored from without re-running the prefix. */
+    int32_t d_model;
+    float *last_hidden;
 } kv_prefix;
 
-lms_status kv_prefix_create(int32_t n_layers, int32_t kv_dim, int32_t capacity, kv_prefix **out,
-                            lms_error *err);
+lms_status kv_prefix_create(int32_t n_layers, int32_t kv_dim, int32_t d_model, int32_t capacity,
+                            kv_prefix **out, lms_error *err);
 void kv_prefix_free(kv_prefix *kv);
 size_t kv_prefix_bytes(const kv_prefix *kv);
 

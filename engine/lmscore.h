@@ -77,21 +77,21 @@ typedef struct {
 } lms_score_hooks;
 
 typedef struct {
-    lms_algorithm algorithm;     /* default AUTO */
-    int32_t max_packed_tokens;   /* rows per forward pass (pack budget); default 8192 */
+    lms_algorithm algorithm;       /* default AUTO */
+    int32_t max_packed_tokens;     /* rows per forward pass (pack budget); default 8192 */
     int32_t dense_mask_max_tokens; /* packed_dense refuses larger packs; default 8192 */
-    size_t prefix_cache_bytes;   /* LRU budget for cached query KV; default 256 MiB */
-    int32_t delimiter;           /* SGLang-style delimiter token id, -1 for none */
-    int32_t max_items;           /* too_many_items above this; default 10000 */
-    int32_t max_sequence_tokens; /* sequence_too_long above this; default context length */
+    size_t prefix_cache_bytes;     /* LRU budget for cached query KV; default 256 MiB */
+    int32_t delimiter;             /* SGLang-style delimiter token id, -1 for none */
+    int32_t max_items;             /* too_many_items above this; default 10000 */
+    int32_t max_sequence_tokens;   /* sequence_too_long above this; default context length */
 } lms_engine_options;
 
 void lms_engine_options_default(lms_engine_options *opt);
 
 typedef struct lms_engine lms_engine;
 
-lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt,
-                           lms_engine **out, lms_error *err);
+lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt, lms_engine **out,
+                           lms_error *err);
 void lms_engine_close(lms_engine *engine);
 
 const lms_model_config *lms_engine_model_config(const lms_engine *engine);
@@ -106,5 +106,20 @@ const lms_tokenizer *lms_engine_tokenizer(const lms_engine *engine);
 lms_status lms_engine_score(lms_engine *engine, const lms_score_request *req,
                             const lms_score_hooks *hooks, lms_score_result *out, lms_error *err);
 void lms_score_result_free(lms_score_result *res);
+
+/* A scoring session: one query and label set, items arriving in batches (the
+ * ScoreItems stream). begin validates the header (its items are ignored) and
+ * prefills the query once; its KV stays pinned until end, so every batch
+ * runs as extends over it whatever the prefix cache evicts meanwhile. Item
+ * indices in results and callbacks are per batch. A session is used by one
+ * thread at a time; different sessions may run concurrently. */
+typedef struct lms_score_session lms_score_session;
+
+lms_status lms_score_session_begin(lms_engine *engine, const lms_score_request *header,
+                                   lms_score_session **out, lms_error *err);
+lms_status lms_score_session_score(lms_score_session *session, const lms_tokens *items,
+                                   int32_t n_items, const lms_score_hooks *hooks,
+                                   lms_score_result *out, lms_error *err);
+void lms_score_session_end(lms_score_session *session);
 
 #endif

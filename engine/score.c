@@ -35,6 +35,7 @@ typedef struct {
     uint8_t *done;   /* [n_items] */
     int32_t emitted; /* items [0, emitted) handed to on_items */
     lms_score_result *res;
+    prefix_cache_entry *pinned; /* a session's prefix KV, or NULL */
 } score_job;
 
 /* ---- validation ---------------------------------------------------------- */
@@ -346,36 +347,46 @@ static lms_status run_packed(score_job *j, int dense, lms_error *err)
     return st;
 }
 
-/* The prefix's KV from the cache, or a prefill pass that computes and caches
- * it (and scores the empty items, which score at the prefix's last token). */
+/* The prefix's KV from the session, the cache, or a prefill pass that
+ * computes and caches it. Empty items score at the prefix's last row: in the
+ * prefill pass itself, or from the cached last hidden state. */
 static lms_status prefill(score_job *j, prefix_cache_entry **entry, lms_error *err)
 {
     const lms_score_request *r = j->req;
     lms_engine *e = j->e;
     const lms_model_config *c = &e->model->cfg;
     const int32_t p = j->prefix_len;
-    *entry = prefix_cache_lookup(e->cache, j->prefix, p);
-    int have_empty = 0;
-    for (int32_t i = 0; i < r->n_items; i++)
-        have_empty |= r->items[i].len == 0;
-    if (*entry && !have_empty) {
-        j->res->cached_tokens = p;
-        return LMS_OK;
-    }
-    /* Empty items need the prefix's last row, which the cache does not keep:
-     * recompute the prefix (and refresh the cache) in that case. */
-    kv_prefix *kv = NULL;
-    lms_status st = LMS_OK;
-    if (!*entry) {
-        st = kv_prefix_create(c->n_layers, c->n_kv_heads * c->head_dim, p, &kv, err);
-        if (st != LMS_OK) return st;
-    }
     batch_buf b;
-    st = batch_init(&b, p, r->n_items, r->n_labels, err);
+    lms_status st = batch_init(&b, p, r->n_items, r->n_labels, err);
+    if (st != LMS_OK) {
+        batch_free(&b);
+        return st;
+    }
+    for (int32_t i = 0; i < r->n_items; i++)
+        if (r->items[i].len == 0) add_score(&b, p - 1, i);
+
+    *entry = j->pinned ? j->pinned : prefix_cache_lookup(e->cache, j->prefix, p);
+    if (*entry) {
+        j->res->cached_tokens = p;
+        const kv_prefix *kv = prefix_cache_kv(*entry);
+        if (b.n_score)
+            st = forward_score_hidden(e->model, &e->tune, kv->last_hidden, 1, r->label_ids,
+                                      r->n_labels, b.lp, err);
+        for (int32_t s = 1; s < b.n_score && st == LMS_OK; s++)
+            memcpy(b.lp + (size_t)s * r->n_labels, b.lp, (size_t)r->n_labels * sizeof(float));
+        for (int32_t s = 0; s < b.n_score && st == LMS_OK; s++) {
+            memcpy(j->lp + (size_t)b.score_item[s] * r->n_labels, b.lp + (size_t)s * r->n_labels,
+                   (size_t)r->n_labels * sizeof(float));
+            finish_item(j, b.score_item[s]);
+        }
+        if (st == LMS_OK) st = emit_ready(j, err);
+        batch_free(&b);
+        return st;
+    }
+    kv_prefix *kv = NULL;
+    st = kv_prefix_create(c->n_layers, c->n_kv_heads * c->head_dim, c->d_model, p, &kv, err);
     if (st == LMS_OK) {
         put_rows(&b, j->prefix, p, 0);
-        for (int32_t i = 0; i < r->n_items; i++)
-            if (r->items[i].len == 0) add_score(&b, p - 1, i);
         st = run_batch(j, &b, p, 0, NULL, kv, err);
     }
     batch_free(&b);
@@ -383,11 +394,8 @@ static lms_status prefill(score_job *j, prefix_cache_entry **entry, lms_error *e
         kv_prefix_free(kv);
         return st;
     }
-    if (kv) {
-        *entry = prefix_cache_insert(e->cache, j->prefix, p, kv);
-        if (!*entry)
-            return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for the prefix cache");
-    }
+    *entry = prefix_cache_insert(e->cache, j->prefix, p, kv);
+    if (!*entry) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for the prefix cache");
     return LMS_OK;
 }
 
@@ -425,7 +433,7 @@ static lms_status run_prefill_extend(score_job *j, lms_error *err)
         if (b.n_segments) st = run_batch(j, &b, 0, 0, kv, NULL, err);
     }
     batch_free(&b);
-    prefix_cache_release(j->e->cache, entry);
+    if (entry != j->pinned) prefix_cache_release(j->e->cache, entry);
     return st;
 }
 
@@ -486,13 +494,14 @@ static lms_algorithm choose(score_job *j, char *reason, size_t reason_size)
     return ch.best;
 }
 
-lms_status lms_engine_score(lms_engine *e, const lms_score_request *req,
-                            const lms_score_hooks *hooks, lms_score_result *out, lms_error *err)
+static lms_status score_run(lms_engine *e, const lms_score_request *req,
+                            const lms_score_hooks *hooks, prefix_cache_entry *pinned,
+                            lms_score_result *out, lms_error *err)
 {
     memset(out, 0, sizeof *out);
     lms_status st = validate(e, req, err);
     if (st != LMS_OK) return st;
-    score_job j = {.e = e, .req = req, .hooks = hooks, .res = out};
+    score_job j = {.e = e, .req = req, .hooks = hooks, .res = out, .pinned = pinned};
     out->n_items = req->n_items;
     out->n_labels = req->n_labels;
     size_t n = (size_t)req->n_items * req->n_labels;
@@ -509,7 +518,13 @@ lms_status lms_engine_score(lms_engine *e, const lms_score_request *req,
     for (int32_t i = 0; i < req->n_items; i++)
         out->prompt_tokens +=
             (int64_t)j.prefix_len + req->items[i].len + (req->item_first ? req->query.len : 0);
-    out->algorithm = choose(&j, out->algorithm_reason, sizeof out->algorithm_reason);
+    if (pinned && !req->item_first) {
+        out->algorithm = LMS_ALGO_PREFILL_EXTEND;
+        snprintf(out->algorithm_reason, sizeof out->algorithm_reason,
+                 "session: items extend the query prefilled once for the stream");
+    } else {
+        out->algorithm = choose(&j, out->algorithm_reason, sizeof out->algorithm_reason);
+    }
     if (req->n_items == 0) goto out;
     switch (out->algorithm) {
     case LMS_ALGO_SERIAL:
@@ -534,6 +549,82 @@ out:
     free(j.done);
     if (st != LMS_OK) lms_score_result_free(out);
     return st;
+}
+
+lms_status lms_engine_score(lms_engine *e, const lms_score_request *req,
+                            const lms_score_hooks *hooks, lms_score_result *out, lms_error *err)
+{
+    return score_run(e, req, hooks, NULL, out, err);
+}
+
+/* ---- sessions ------------------------------------------------------------ */
+
+struct lms_score_session {
+    lms_engine *engine;
+    lms_score_request header; /* query and labels point at the copies below */
+    int32_t *query;
+    int32_t *labels;
+    prefix_cache_entry *pinned;
+};
+
+lms_status lms_score_session_begin(lms_engine *e, const lms_score_request *header,
+                                   lms_score_session **out, lms_error *err)
+{
+    *out = NULL;
+    lms_score_request h = *header;
+    h.items = NULL;
+    h.n_items = 0;
+    lms_status st = validate(e, &h, err);
+    if (st != LMS_OK) return st;
+    lms_score_session *s = calloc(1, sizeof *s);
+    int32_t *query = malloc((size_t)(h.query.len + 1) * sizeof(int32_t));
+    int32_t *labels = malloc((size_t)h.n_labels * sizeof(int32_t));
+    if (!s || !query || !labels) {
+        free(s);
+        free(query);
+        free(labels);
+        return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for a session");
+    }
+    if (h.query.len) memcpy(query, h.query.ids, (size_t)h.query.len * sizeof(int32_t));
+    memcpy(labels, h.label_ids, (size_t)h.n_labels * sizeof(int32_t));
+    h.query.ids = query;
+    h.label_ids = labels;
+    s->engine = e;
+    s->header = h;
+    s->query = query;
+    s->labels = labels;
+    if (!h.item_first) {
+        lms_score_result none = {0};
+        score_job j = {.e = e, .req = &s->header, .res = &none};
+        st = build_prefix(&j, err);
+        if (st == LMS_OK && j.prefix_len > 0) st = prefill(&j, &s->pinned, err);
+        free(j.prefix);
+    }
+    if (st != LMS_OK) {
+        lms_score_session_end(s);
+        return st;
+    }
+    *out = s;
+    return LMS_OK;
+}
+
+lms_status lms_score_session_score(lms_score_session *s, const lms_tokens *items, int32_t n_items,
+                                   const lms_score_hooks *hooks, lms_score_result *out,
+                                   lms_error *err)
+{
+    lms_score_request r = s->header;
+    r.items = items;
+    r.n_items = n_items;
+    return score_run(s->engine, &r, hooks, s->pinned, out, err);
+}
+
+void lms_score_session_end(lms_score_session *s)
+{
+    if (!s) return;
+    prefix_cache_release(s->engine->cache, s->pinned);
+    free(s->query);
+    free(s->labels);
+    free(s);
 }
 
 void lms_score_result_free(lms_score_result *res)

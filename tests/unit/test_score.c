@@ -271,6 +271,43 @@ static void test_streaming_and_cancellation(void **state)
     fixture_request_free(&f);
 }
 
+/* A session prefills the query once; batches match a one-shot request. */
+static void test_session_batches(void **state)
+{
+    (void)state;
+    lms_engine_options opt;
+    lms_engine_options_default(&opt);
+    opt.prefix_cache_bytes = 0; /* the session's pin alone keeps the KV */
+    lms_engine *e = fixture_open(&opt);
+    assert_non_null(e);
+    fixture_request f;
+    fixture_request_make(&f, 91, 50, 30, 0, 8);
+    lms_score_result whole = fixture_score(e, &f.req, LMS_ALGO_SERIAL);
+    assert_non_null(whole.scores);
+    lms_score_session *s = NULL;
+    lms_error err = {0};
+    assert_int_equal(lms_score_session_begin(e, &f.req, &s, &err), LMS_OK);
+    for (int32_t first = 0; first < 30; first += 7) {
+        int32_t n = 30 - first < 7 ? 30 - first : 7;
+        lms_score_result part;
+        assert_int_equal(lms_score_session_score(s, f.items + first, n, NULL, &part, &err), LMS_OK);
+        assert_int_equal(part.algorithm, LMS_ALGO_PREFILL_EXTEND);
+        assert_int_equal(part.cached_tokens, 50);
+        assert_true(fixture_max_diff(part.scores, whole.scores + first * 4, (size_t)n * 4) <= 1e-5);
+        lms_score_result_free(&part);
+    }
+    lms_score_session_end(s);
+
+    /* the header is validated like a request */
+    lms_score_request bad = f.req;
+    bad.n_labels = 0;
+    assert_int_equal(lms_score_session_begin(e, &bad, &s, &err), LMS_ERR_INVALID_ARGUMENT);
+    assert_string_equal(err.reason, "empty_label_token_ids");
+    lms_score_result_free(&whole);
+    fixture_request_free(&f);
+    lms_engine_close(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -281,6 +318,7 @@ int main(void)
         cmocka_unit_test(test_validation_reasons),
         cmocka_unit_test(test_dense_mask_guard),
         cmocka_unit_test(test_streaming_and_cancellation),
+        cmocka_unit_test(test_session_batches),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
