@@ -88,14 +88,18 @@ def test_render_matches_kubectl_kustomize(k8s_dir, docs):
     assert sorted(yaml.safe_load_all(out), key=key) == sorted(docs, key=key)
 
 
-def test_manifests_validate_against_the_kubernetes_schemas(npm_tools, source_dir, docs, tmp_path):
-    rendered = tmp_path / "rendered.yaml"
-    rendered.write_text(yaml.safe_dump_all(docs))
+def validate(npm_tools, source_dir, docs, path):
+    """Runs validate_k8s.mjs on docs; the CompletedProcess."""
+    path.write_text(yaml.safe_dump_all(docs))
     # ESM imports resolve next to the script: run it from the install.
     script = os.path.join(npm_tools, "validate_k8s.mjs")
     shutil.copy(os.path.join(source_dir, "tests", "packaging", "validate_k8s.mjs"), script)
-    result = subprocess.run(["node", script, str(rendered)], capture_output=True, text=True,
-                            timeout=120)
+    return subprocess.run(["node", script, str(path)], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_manifests_validate_against_the_kubernetes_schemas(npm_tools, source_dir, docs, tmp_path):
+    result = validate(npm_tools, source_dir, docs, tmp_path / "rendered.yaml")
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("ok ") == len(docs), result.stdout
 
@@ -104,12 +108,7 @@ def test_the_validator_rejects_a_wrong_type(npm_tools, source_dir, docs, tmp_pat
     broken = [dict(d) for d in docs]
     dep = next(d for d in broken if d["kind"] == "Deployment")
     dep["spec"] = dict(dep["spec"], replicas="two")
-    rendered = tmp_path / "broken.yaml"
-    rendered.write_text(yaml.safe_dump_all(broken))
-    script = os.path.join(npm_tools, "validate_k8s.mjs")
-    shutil.copy(os.path.join(source_dir, "tests", "packaging", "validate_k8s.mjs"), script)
-    result = subprocess.run(["node", script, str(rendered)], capture_output=True, text=True,
-                            timeout=120)
+    result = validate(npm_tools, source_dir, broken, tmp_path / "broken.yaml")
     assert result.returncode == 1 and "FAIL Deployment/lmscored" in result.stdout, result.stdout
 
 

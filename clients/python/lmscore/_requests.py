@@ -140,17 +140,39 @@ def stream_summary(summary):
         usage=_usage(summary.usage))
 
 
+class Batcher:
+    """Cuts a sequence of items into (first index, list) batches of a size."""
+
+    def __init__(self, size):
+        if size < 1:
+            raise ValueError("batch_size must be at least 1")
+        self.size, self.first, self.batch = size, 0, []
+
+    def add(self, item):
+        """The batch this item completes, or None."""
+        self.batch.append(item)
+        return self.take() if len(self.batch) == self.size else None
+
+    def take(self):
+        """The items gathered so far (None when there are none)."""
+        if not self.batch:
+            return None
+        done = (self.first, self.batch)
+        self.first += len(self.batch)
+        self.batch = []
+        return done
+
+
 def batches(items, batch_size):
     """(first index, list) batches of an iterable."""
-    batch, first = [], 0
+    batcher = Batcher(batch_size)
     for item in items:
-        batch.append(item)
-        if len(batch) == batch_size:
-            yield first, batch
-            first += len(batch)
-            batch = []
-    if batch:
-        yield first, batch
+        done = batcher.add(item)
+        if done:
+            yield done
+    rest = batcher.take()
+    if rest:
+        yield rest
 
 
 def channel_options(round_robin, options):

@@ -14,18 +14,17 @@ from lmscore.v1 import score_pb2, score_pb2_grpc
 async def _batches(items, batch_size):
     """(first index, list) batches of a sync or async iterable."""
     if not hasattr(items, "__aiter__"):
-        for pair in rq.batches(items, batch_size):
-            yield pair
+        for done in rq.batches(items, batch_size):
+            yield done
         return
-    batch, first = [], 0
+    batcher = rq.Batcher(batch_size)
     async for item in items:
-        batch.append(item)
-        if len(batch) == batch_size:
-            yield first, batch
-            first += len(batch)
-            batch = []
-    if batch:
-        yield first, batch
+        done = batcher.add(item)
+        if done:
+            yield done
+    rest = batcher.take()
+    if rest:
+        yield rest
 
 
 class AsyncScoreStream:
