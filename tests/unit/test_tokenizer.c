@@ -457,7 +457,7 @@ static void test_gguf_metadata(void **state)
 static void spm_metadata(gguf_builder *b, float score_ab, float score_spiece_a)
 {
     static const char *const tokens[] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81",
-                                         "a",     "b",   "ab",   "\xe2\x96\x81" "a"};
+                                         "a",     "b",   "ab",   "\342\226\201a"};
     const float scores[] = {0, 0, 0, -1, -2, -3, score_ab, score_spiece_a};
     const uint32_t types[] = {2, 3, 3, 1, 1, 1, 1, 1};
     kv_str(b, "tokenizer.ggml.model", "llama");
