@@ -1,6 +1,7 @@
 """test_python.py — the lmscore Python package (built by the python-client
 target) end to end against a real lmscored: every method of Client and
-AsyncClient, and the typed errors with the server's ErrorInfo reason."""
+AsyncClient (so every RPC: Score, ScoreStream, ScoreItems, Tokenize,
+GetModelInfo, Health/Check), and the typed errors with the ErrorInfo reason."""
 
 import asyncio
 import math
@@ -88,6 +89,20 @@ def test_score_stream_from_a_generator(client):
     assert close_all(got[499].scores, direct.scores[1])
 
 
+def test_score_as_completed_matches_score(client):
+    items = [[3 + i, 4] for i in range(40)]
+    stream = client.score_as_completed(QUERY_IDS, items, labels=LABELS, return_logprobs=True)
+    got = {item.index: item for item in stream}
+    assert sorted(got) == list(range(40))
+    assert stream.summary.item_count == 40
+    direct = client.score(QUERY_IDS, items, labels=LABELS)
+    for i, scores in enumerate(direct.scores):
+        assert close_all(got[i].scores, scores)
+    with pytest.raises(lmscore.InvalidArgumentError) as e:
+        list(client.score_as_completed(QUERY_IDS, [[40000]], labels=LABELS))
+    assert e.value.reason == "token_id_exceeds_vocab"
+
+
 def test_invalid_argument_carries_the_reason(client):
     with pytest.raises(lmscore.InvalidArgumentError) as e:
         client.score(QUERY_IDS, [[40000]], labels=LABELS)
@@ -164,6 +179,10 @@ def test_async_client_every_method(daemon):
 
             sync_items = c.score_stream(QUERY_IDS, [[5], [6]], labels=LABELS)
             assert len([i async for i in sync_items]) == 2
+
+            completed = c.score_as_completed(QUERY_IDS, [[5], [6], [7]], labels=LABELS)
+            assert sorted([i.index async for i in completed]) == [0, 1, 2]
+            assert completed.summary.item_count == 3
     run(main())
 
 

@@ -85,6 +85,16 @@ class AsyncClient:
         response = await self._call(self._stub.Score, request, timeout)
         return rq.score_result(response, return_logprobs)
 
+    def score_as_completed(self, query, items, labels, *, apply_softmax=False,
+                           item_first=False, return_logprobs=False, algorithm=None,
+                           timeout=None):
+        """Like score(), through ScoreStream: an async iterator of ItemScore."""
+        request = rq.score_request(query, items, labels, apply_softmax, item_first,
+                                   return_logprobs, algorithm)
+        call = self._stub.ScoreStream(request,
+                                      timeout=self.timeout if timeout is None else timeout)
+        return AsyncScoreStream(call, return_logprobs)
+
     def score_stream(self, query, items, labels, *, apply_softmax=False, item_first=False,
                      return_logprobs=False, algorithm=None, batch_size=256, timeout=None):
         header = rq.items_header(query, labels, apply_softmax, item_first, return_logprobs,

@@ -77,6 +77,17 @@ class Client:
                                    return_logprobs, algorithm)
         return rq.score_result(self._call(self._stub.Score, request, timeout), return_logprobs)
 
+    def score_as_completed(self, query, items, labels, *, apply_softmax=False,
+                           item_first=False, return_logprobs=False, algorithm=None,
+                           timeout=None):
+        """Like score(), but through the server-streaming ScoreStream call:
+        returns a ScoreStream yielding each ItemScore as its chunk finishes."""
+        request = rq.score_request(query, items, labels, apply_softmax, item_first,
+                                   return_logprobs, algorithm)
+        responses = self._stub.ScoreStream(request,
+                                           timeout=self.timeout if timeout is None else timeout)
+        return ScoreStream(responses, return_logprobs)
+
     def score_stream(self, query, items, labels, *, apply_softmax=False, item_first=False,
                      return_logprobs=False, algorithm=None, batch_size=256, timeout=None):
         """Scores an iterable of items (consumed lazily, sent in batches of
