@@ -3,7 +3,6 @@ reads what lmscored says: READY=1 only after the model is loaded, STATUS=
 lines, WATCHDOG=1 every half WATCHDOG_USEC, STOPPING=1 on SIGTERM with every
 in-flight call answered; with a stalled worker (test hook) the pings stop.
 """
-import os
 import socket
 import statistics
 import threading
@@ -77,8 +76,10 @@ def request(n_items):
 
 
 def test_ready_status_watchdog_stopping(tmp_path):
-    # the model load is slowed by 2 s, so READY=1 early would be seen
-    d, notify = start(tmp_path, {"LMSCORE_TEST_LOAD_DELAY_MS": "2000"})
+    # The model load is slowed by 2 s, so READY=1 early would be seen; each
+    # job first stalls 2 s, so the calls are surely in flight at SIGTERM.
+    d, notify = start(tmp_path, {"LMSCORE_TEST_LOAD_DELAY_MS": "2000",
+                                 "LMSCORE_TEST_STALL_WORKER_MS": "2000"})
     try:
         loaded = d.wait_for_log("model loaded", 180)
         ready_at = notify.wait_for("READY=1", 60)
@@ -98,7 +99,7 @@ def test_ready_status_watchdog_stopping(tmp_path):
 
         with d.channel() as ch:
             stub = score_pb2_grpc.ScoreServiceStub(ch)
-            calls = [stub.Score.future(request(400), timeout=600) for _ in range(4)]
+            calls = [stub.Score.future(request(20), timeout=600) for _ in range(4)]
             deadline = time.monotonic() + 60
             while d.stats().in_flight_calls < 4:
                 assert time.monotonic() < deadline
@@ -107,7 +108,7 @@ def test_ready_status_watchdog_stopping(tmp_path):
             stopping_at = notify.wait_for("STOPPING=1", 60)
             assert stopping_at > ready_at
             for c in calls:
-                assert len(c.result().items) == 400  # every in-flight call answered
+                assert len(c.result().items) == 20  # every in-flight call answered
     finally:
         d.stop_clean()
         notify.close()
