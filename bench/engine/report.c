@@ -223,14 +223,14 @@ static void row_md(report *r, const workload *w, const algo_row *a, double seria
         return;
     }
     const double gflops = a->useful_flops / x->seconds * 1e-9;
-    char timed[48] = "";
+    char timed[48] = "", speedup[32] = "n/a";
     if (x->items < w->n) snprintf(timed, sizeof timed, " (%d of %d items)", x->items, w->n);
-    fprintf(
-        r->md, "| %s | %s | %.2f%s | %.2f | %.2f | %.1f× | %.1f | %.1f%% | %.0f | %.0f | %.2f |\n",
-        a->label, lms_algorithm_name(x->ran_as), x->seconds, timed, x->seconds * w->n / x->items,
-        items_per_s(a), serial_ips > 0 ? items_per_s(a) / serial_ips : 0.0, gflops,
-        100.0 * gflops / r->peak_gflops, (double)x->engine_peak_bytes / MIB,
-        (double)x->peak_rss_bytes / MIB, cpu_share(x));
+    if (serial_ips > 0) snprintf(speedup, sizeof speedup, "%.1f×", items_per_s(a) / serial_ips);
+    fprintf(r->md, "| %s | %s | %.2f%s | %.2f | %.2f | %s | %.1f | %.1f%% | %.0f | %.0f | %.2f |\n",
+            a->label, lms_algorithm_name(x->ran_as), x->seconds, timed,
+            x->seconds * w->n / x->items, items_per_s(a), speedup, gflops,
+            100.0 * gflops / r->peak_gflops, (double)x->engine_peak_bytes / MIB,
+            (double)x->peak_rss_bytes / MIB, cpu_share(x));
 }
 
 /* The best cold explicit algorithm; NULL when none ran. */
@@ -295,8 +295,9 @@ void report_workload(report *r, int index, const workload_result *wr)
     for (int i = 0; i < wr->n_rows; i++) {
         const algo_row *a = &wr->rows[i];
         if (a->run.status != RUN_OK)
-            fprintf(r->md, "- %s %s after %.2f s: %s\n", a->label, run_status_name(a->run.status),
-                    a->run.seconds, a->run.reason);
+            fprintf(r->md, "- %s %s after %.2f s, %d of %d items done: %s\n", a->label,
+                    run_status_name(a->run.status), a->run.seconds, a->run.items_done, a->run.items,
+                    a->run.reason);
         else if (a->warm && a->run.cached_tokens > 0)
             fprintf(r->md,
                     "- %s: %lld query tokens served from the prefix cache; useful FLOPs "

@@ -83,9 +83,23 @@ static double cpu_seconds(void)
            1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
+typedef struct {
+    double deadline;
+    int32_t items_done;
+} run_progress;
+
 static int past_deadline(void *ctx)
 {
-    return clock_seconds() > *(const double *)ctx;
+    return clock_seconds() > ((const run_progress *)ctx)->deadline;
+}
+
+static int count_items(void *ctx, int32_t first, int32_t n, const float *scores,
+                       const float *logprobs)
+{
+    (void)scores;
+    (void)logprobs;
+    ((run_progress *)ctx)->items_done = first + n;
+    return 0;
 }
 
 void run_request(lms_engine *e, request_data *d, lms_algorithm algo, int32_t n_items,
@@ -96,18 +110,20 @@ void run_request(lms_engine *e, request_data *d, lms_algorithm algo, int32_t n_i
     req.algorithm = algo;
     lms_score_result res;
     lms_error err = {0};
-    double deadline = 0;
-    const lms_score_hooks hooks = {.should_stop = past_deadline, .ctx = &deadline};
+    run_progress progress = {0};
+    const lms_score_hooks hooks = {
+        .on_items = count_items, .should_stop = past_deadline, .ctx = &progress};
 
     *out = (run_result){.items = n_items, .ran_as = algo};
     lms_alloc_reset_peak();
     const size_t held = lms_alloc_current_bytes();
     const int rss_reset = proc_reset_peak_rss();
     const double cpu0 = cpu_seconds(), t0 = clock_seconds();
-    deadline = t0 + max_seconds;
+    progress.deadline = t0 + max_seconds;
     lms_status st = lms_engine_score(e, &req, &hooks, &res, &err);
     out->seconds = clock_seconds() - t0;
     out->cpu_seconds = cpu_seconds() - cpu0;
+    out->items_done = progress.items_done;
     out->engine_peak_bytes = (int64_t)(lms_alloc_peak_bytes() - held);
     out->peak_rss_bytes = rss_reset ? proc_peak_rss_bytes() : -1;
     if (st == LMS_OK) {

@@ -6,6 +6,7 @@
 #ifndef BENCH_RUN_H
 #define BENCH_RUN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "lmscore.h"
@@ -15,6 +16,7 @@ typedef struct {
     char name[4]; /* "a", "b", ... */
     int32_t q, n, l;
     int32_t serial_items; /* serial is timed on this many items, then extrapolated */
+    bool warm;            /* also time prefill_extend with the query's KV cached */
 } workload;
 
 /* Token ids for one request, drawn from a seeded generator over the
@@ -39,8 +41,9 @@ const char *run_status_name(run_status s);
 typedef struct {
     run_status status;
     lms_algorithm ran_as;
-    char reason[512]; /* the engine's algorithm_reason, or its error message */
-    int32_t items;    /* items in the timed request */
+    char reason[512];   /* the engine's algorithm_reason, or its error message */
+    int32_t items;      /* items in the timed request */
+    int32_t items_done; /* items final when the run ended (all of them unless stopped) */
     double seconds;
     double cpu_seconds; /* user + system time of all the process's threads */
     int64_t computed_tokens, cached_tokens;

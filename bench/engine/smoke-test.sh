@@ -22,8 +22,8 @@ expect_lines() {
 }
 expect_lines "$out/sgemm.csv" 5   # header + 4 projection shapes
 expect_lines "$out/forward.csv" 2 # header + 1
-# header + 3 workloads × (5 cold algorithms + 1 warm run)
-expect_lines "$out/multi_item.csv" 19
+# header + 3 workloads × 5 cold algorithms + 2 warm runs
+expect_lines "$out/multi_item.csv" 18
 # The smoke preset's dense-mask limit refuses at least one packed_dense run,
 # and every other cold run completes.
 grep -q ',packed_dense,refused,' "$out/multi_item.csv"
