@@ -40,7 +40,7 @@ def test_cli_round_robin_uses_every_address(pair):
     # One bench run keeps one channel, so its calls show the rotation.
     def send(target):
         subprocess.run([cli_path(), "bench", "--target", target, "--round-robin",
-                        "--duration", "1", "--warmup", "0", "--items", "1",
+                        "--duration", "2", "--warmup", "0", "--items", "1",
                         "--concurrency", "2"], check=True, capture_output=True, timeout=120)
     counts = spread(pair, send)
     # Both get calls (round_robin only uses a backend once it has connected,

@@ -279,7 +279,7 @@ def test_stream_batch_over_the_limit(cli):
 # --- bench ----------------------------------------------------------------
 
 def test_bench_reports_throughput_and_latency(cli):
-    result = json.loads(ok(cli("bench", "--concurrency", 2, "--duration", 1, "--warmup", 0.2,
+    result = json.loads(ok(cli("bench", "--concurrency", 2, "--duration", 2, "--warmup", 0.5,
                                "--query-tokens", 8, "--items", 4, "--item-tokens", 4,
                                "--json")))
     assert result["requests"] > 0 and result["errors"] == {}
@@ -289,12 +289,12 @@ def test_bench_reports_throughput_and_latency(cli):
 
 
 def test_bench_text_output(cli):
-    out = ok(cli("bench", "--duration", 0.5, "--warmup", 0, "--items", 2, "--concurrency", 1))
+    out = ok(cli("bench", "--duration", 2, "--warmup", 0, "--items", 2, "--concurrency", 1))
     assert "items:" in out and "latency ms: p50" in out
 
 
 def test_bench_counts_errors_and_fails_when_nothing_succeeds(cli):
-    result = cli("bench", "--duration", 0.5, "--warmup", 0, "--items", MAX_ITEMS + 1, "--json")
+    result = cli("bench", "--duration", 1, "--warmup", 0, "--items", MAX_ITEMS + 1, "--json")
     assert result.returncode == 1
     report = json.loads(result.stdout)
     assert report["requests"] == 0 and report["errors"]["INVALID_ARGUMENT"] > 0
