@@ -5,7 +5,8 @@
  * when the call is cancelled or its deadline passes.
  *
  * ScoreItems runs its stream as a chain of jobs, one at a time: the header
- * (query and labels prepared once), then one job per item batch. At most one
+ * (query and labels prepared, and the query prefilled once into an engine
+ * session), then one job per item batch, scored against that session. At most one
  * received batch waits behind the running job; the next message is read only
  * when that slot is free, so a fast client is throttled to the engine's pace
  * and the server holds a bounded number of items per stream.
@@ -83,10 +84,11 @@ static bool send_unstreamed(engine_run *run, const lms_score_result *res)
     return true;
 }
 
-/* Scores req for call c. On failure st holds the status to end the call
+/* Scores req for call c, through session when given (req's items then go
+ * to the session's query). On failure st holds the status to end the call
  * with; on success res holds the result (streamed already when stream). */
-static bool run_engine(lms_engine *engine, engine_run *run, const lms_score_request *req,
-                       lms_score_result *res, rpc_status *st)
+static bool run_engine(lms_engine *engine, lms_score_session *session, engine_run *run,
+                       const lms_score_request *req, lms_score_result *res, rpc_status *st)
 {
     lms_error err = {0};
     run->n_labels = req->n_labels;
@@ -104,7 +106,9 @@ static bool run_engine(lms_engine *engine, engine_run *run, const lms_score_requ
         hooks.on_items = hook_on_items;
     }
     memset(res, 0, sizeof *res);
-    lms_status s = lms_engine_score(engine, req, &hooks, res, &err);
+    lms_status s =
+        session ? lms_score_session_score(session, req->items, req->n_items, &hooks, res, &err)
+                : lms_engine_score(engine, req, &hooks, res, &err);
     if (s == LMS_OK && run->stream && !send_unstreamed(run, res)) s = LMS_ERR_CANCELLED;
     if (s == LMS_OK) {
         metrics_items_scored(res->n_items);
@@ -191,7 +195,7 @@ static void score_job_run(worker_job *base)
     score_request_build(&header, &items, &req);
     engine_run run = {.c = c, .stream = job->stream, .with_logprobs = header.return_logprobs};
     lms_score_result res;
-    if (!run_engine(job->engine, &run, &req, &res, &st)) {
+    if (!run_engine(job->engine, NULL, &run, &req, &res, &st)) {
         call_finish(c, &st);
     } else if (job->stream) {
         Lmscore__V1__Usage usage = LMSCORE__V1__USAGE__INIT;
@@ -265,7 +269,7 @@ typedef struct {
 
     /* Written by the jobs, which run one at a time. */
     score_header header;
-    bool header_ready;
+    lms_score_session *session; /* the query prefilled once, for every batch */
     Lmscore__V1__Usage usage;
     lms_algorithm algorithm;
     char algorithm_reason[200];
@@ -283,6 +287,7 @@ static void items_stream_free(void *state)
 {
     items_stream *s = state;
     if (s->pending) lmscore__v1__score_items_request__free_unpacked(s->pending, NULL);
+    if (s->session) lms_score_session_end(s->session);
     score_header_free(&s->header);
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -362,7 +367,13 @@ static bool items_run_header(items_stream *s, const Lmscore__V1__ScoreItemsHeade
         rpc_status_from_error(st, &err);
         return false;
     }
-    s->header_ready = true;
+    score_items none = {0};
+    lms_score_request req;
+    score_request_build(&s->header, &none, &req);
+    if (lms_score_session_begin(s->engine, &req, &s->session, &err) != LMS_OK) {
+        rpc_status_from_error(st, &err);
+        return false;
+    }
     return true;
 }
 
@@ -383,7 +394,7 @@ static bool items_run_batch(items_stream *s, const Lmscore__V1__ItemBatch *batch
                       .with_logprobs = s->header.return_logprobs,
                       .index_base = index_base};
     lms_score_result res;
-    bool ok = run_engine(s->engine, &run, &req, &res, st);
+    bool ok = run_engine(s->engine, s->session, &run, &req, &res, st);
     if (ok) {
         score_usage_add(&s->usage, &res);
         s->algorithm = res.algorithm;
