@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "log.h"
 #include "metrics.h"
 #include "score_encode.h"
 #include "score_request.h"
@@ -106,12 +108,24 @@ static bool run_engine(lms_engine *engine, lms_score_session *session, engine_ru
         hooks.on_items = hook_on_items;
     }
     memset(res, 0, sizeof *res);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     lms_status s =
         session ? lms_score_session_score(session, req->items, req->n_items, &hooks, res, &err)
                 : lms_engine_score(engine, req, &hooks, res, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     if (s == LMS_OK && run->stream && !send_unstreamed(run, res)) s = LMS_ERR_CANCELLED;
     if (s == LMS_OK) {
         metrics_items_scored(res->n_items);
+        log_record r;
+        log_begin(&r, LOG_DEBUG, "scored");
+        log_str(&r, "method", call_method(run->c));
+        log_int(&r, "items", res->n_items);
+        log_str(&r, "algorithm", lms_algorithm_name(res->algorithm));
+        log_fmt(&r, "engine_ms", "%.3f",
+                (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+        log_int(&r, "cached_tokens", res->cached_tokens);
+        log_end(&r);
         return true;
     }
     if (s == LMS_ERR_CANCELLED || call_should_stop(run->c))

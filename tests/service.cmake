@@ -63,5 +63,11 @@ foreach(suite rpc errors health systemd reflection stream load)
   set_tests_properties(service.${suite} PROPERTIES ENVIRONMENT "${SERVICE_ENV}" TIMEOUT 1200)
 endforeach()
 set_tests_properties(service.reflection PROPERTIES FIXTURES_REQUIRED service_npm)
+# The benchmark script and program still work (a few calls; no timing claims).
+add_test(NAME service.bench_smoke
+  COMMAND ${CMAKE_COMMAND} -E env "BENCH_SERVICE_ARGS=--iterations 5 --warmup 1"
+          sh ${CMAKE_SOURCE_DIR}/bench/service/run.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(service.bench_smoke PROPERTIES TIMEOUT 600
+  PASS_REGULAR_EXPRESSION "service overhead")
 # The load and 20k-item stream tests measure RSS: keep them off each other.
 set_tests_properties(service.load service.stream PROPERTIES RESOURCE_LOCK service_rss)

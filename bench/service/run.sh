@@ -1,0 +1,37 @@
+#!/bin/sh
+# run.sh — the service benchmark (`make bench` calls it; docs/operations.md
+# has the numbers): unary Score with 10 items over gRPC on loopback against
+# the same request in-process, p50/p99 and the difference.
+#   bench/service/run.sh BUILD_DIR [MODEL]
+# MODEL defaults to BUILD_DIR/models/tiny-qwen3.gguf, where the engine time is
+# small and the service overhead shows; BENCH_SERVICE_ARGS (environment) is
+# passed to bench_service, e.g. "--iterations 2000", and LMSCORED_ARGS to the
+# daemon (e.g. "--log-level debug" logs each call's engine time). Both sides run the
+# engine single-threaded (OMP_NUM_THREADS=1, also for OpenBLAS's OpenMP
+# flavour): the benchmark measures what the service adds, and a shared
+# machine's oversubscribed OpenMP barriers would drown it.
+set -eu
+export OMP_NUM_THREADS=1
+build=$1
+model=${2:-$build/models/tiny-qwen3.gguf}
+log=$(mktemp)
+"$build/service/lmscored" --model "$model" --listen 127.0.0.1:0 --workers 1 ${LMSCORED_ARGS:-} 2>"$log" &
+pid=$!
+trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -f "$log"' EXIT
+port=""
+for _ in $(seq 1 600); do
+    if grep -q 'msg="serving"' "$log"; then
+        port=$(sed -n 's/.*msg="listening".* port=\([0-9]*\).*/\1/p' "$log")
+        break
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+done
+if [ -z "$port" ]; then
+    echo "run.sh: lmscored did not start:" >&2
+    cat "$log" >&2
+    exit 1
+fi
+echo "model: $model"
+# shellcheck disable=SC2086 # BENCH_SERVICE_ARGS is a list of words
+"$build/service/bench_service" --model "$model" --target "127.0.0.1:$port" ${BENCH_SERVICE_ARGS:-}
