@@ -7,6 +7,8 @@ TEST_BUILD ?= build-test
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 LISTEN     ?= 0.0.0.0:50051
 MODEL      ?= $(BUILD)/models/tiny-qwen3.gguf
+# The release tree skips the test suite (its packages come with `make test`).
+BUILD_TESTS ?= OFF
 
 .PHONY: all deps test-deps build models run test bench format clean
 
@@ -19,7 +21,7 @@ test-deps:
 	@sh scripts/install-deps.sh --test
 
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DLMSCORE_BUILD_TESTS=$(BUILD_TESTS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
 models: build
@@ -37,7 +39,8 @@ test: test-deps
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS) --timeout 1200
 
-bench: test-deps build models
+bench: test-deps
+	$(MAKE) build BUILD_TESTS=ON
 	cmake --build $(BUILD) --target bench
 
 format:

@@ -19,7 +19,7 @@ want="$BUILD"
 # (Debian's, or a NodeSource build that bundles npm and conflicts with Debian's).
 command -v node >/dev/null 2>&1 || want="$want nodejs"
 command -v npm >/dev/null 2>&1 || want="$want npm"
-[ "${1:-}" = "--test" ] && want="$BUILD $TEST"
+[ "${1:-}" = "--test" ] && want="$want $TEST"
 
 missing=""
 for p in $want; do
