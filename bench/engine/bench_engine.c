@@ -127,7 +127,11 @@ static int measure_sgemm(report *r, const lms_model_config *c, const preset *p)
     const int32_t m = p->forward_tokens, d = c->d_model, ff = c->d_ff;
     const int32_t qd = c->n_heads * c->head_dim;
     sgemm_shape_result shapes[] = {
-        {m, ff, d, 0, 0}, {m, d, ff, 0, 0}, {m, qd, d, 0, 0}, {m, d, qd, 0, 0}};
+        {.m = m, .n = ff, .k = d},
+        {.m = m, .n = d, .k = ff},
+        {.m = m, .n = qd, .k = d},
+        {.m = m, .n = d, .k = qd},
+    };
     const int n = (int)(sizeof shapes / sizeof *shapes);
     if (sgemm_measure(shapes, n, p->sgemm_reps) != 0) {
         fprintf(stderr, "bench_engine: no memory for the sgemm matrices\n");

@@ -39,7 +39,8 @@ typedef struct {
 
 typedef struct {
     FILE *sgemm_csv, *forward_csv, *multi_csv, *md;
-    double peak_gflops; /* the best sgemm shape of this run */
+    double peak_gflops;     /* the best sgemm shape of this run */
+    double peak_cpu_gflops; /* the same per second of process CPU time */
     int targets_missed;
 } report;
 

@@ -5,7 +5,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
 
 #include "alloc.h"
 #include "clock.h"
@@ -73,14 +72,6 @@ const char *run_status_name(run_status s)
                                         [RUN_STOPPED] = "stopped",
                                         [RUN_FAILED] = "failed"};
     return (unsigned)s < sizeof NAMES / sizeof *NAMES ? NAMES[s] : "unknown";
-}
-
-static double cpu_seconds(void)
-{
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
-    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-           1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
 typedef struct {
