@@ -165,7 +165,8 @@ def test_delimiter_reasons():
 
 def test_queue_full_is_resource_exhausted():
     # one worker stalled on its job, one job queued: the next call is refused
-    env = {"LMSCORE_TEST_STALL_WORKER_MS": "3000"}
+    # (the stall outlasts the test's polling even on a loaded machine)
+    env = {"LMSCORE_TEST_STALL_WORKER_MS": "8000"}
     with Daemon("--workers", "1", "--queue-depth", "1", binary=LMSCORED_TEST_HOOKS,
                 env=env) as d, d.channel() as ch:
         stub = score_pb2_grpc.ScoreServiceStub(ch)
