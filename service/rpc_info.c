@@ -63,12 +63,7 @@ static void on_tokenize(call *c, const uint8_t *msg, size_t len)
     if (!req) return;
     tokenize_job *job = calloc(1, sizeof *job);
     if (job) *job = (tokenize_job){.base.run = tokenize_run, .c = c, .engine = engine, .req = req};
-    if (!job || !service_submit(svc, c, &job->base)) {
-        if (!job) {
-            rpc_status st;
-            rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, NULL, NULL, "out of memory");
-            call_finish(c, &st);
-        }
+    if (!service_submit(svc, c, job ? &job->base : NULL)) {
         lmscore__v1__tokenize_request__free_unpacked(req, NULL);
         free(job);
     }

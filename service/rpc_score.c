@@ -248,12 +248,7 @@ static void on_score_message(call *c, const uint8_t *msg, size_t len, bool strea
                            .engine = engine,
                            .req = req,
                            .stream = stream};
-    if (!job || !service_submit(svc, c, &job->base)) {
-        if (!job) {
-            rpc_status st;
-            rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, NULL, NULL, "out of memory");
-            call_finish(c, &st);
-        }
+    if (!service_submit(svc, c, job ? &job->base : NULL)) {
         lmscore__v1__score_request__free_unpacked(req, NULL);
         free(job);
     }
@@ -339,17 +334,12 @@ static bool items_start_job_locked(items_stream *s, Lmscore__V1__ScoreItemsReque
                                    int64_t index_base)
 {
     items_job *job = calloc(1, sizeof *job);
-    if (job) {
+    if (job)
         *job = (items_job){.base.run = items_job_run, .s = s, .msg = msg, .index_base = index_base};
-        s->job_running = true;
-        if (service_submit(s->svc, s->c, &job->base)) return true; /* else submit ended the call */
-        s->job_running = false;
-        free(job);
-    } else {
-        rpc_status st;
-        rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, NULL, NULL, "out of memory");
-        call_finish(s->c, &st);
-    }
+    s->job_running = true;
+    if (service_submit(s->svc, s->c, job ? &job->base : NULL)) return true;
+    s->job_running = false;
+    free(job);
     lmscore__v1__score_items_request__free_unpacked(msg, NULL);
     s->failed = true;
     return false;

@@ -37,12 +37,17 @@ ProtobufCMessage *service_begin(service *svc, call *c, const ProtobufCMessageDes
 
 bool service_submit(service *svc, call *c, worker_job *job)
 {
+    rpc_status st;
+    if (!job) {
+        rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, NULL, NULL, "out of memory");
+        call_finish(c, &st);
+        return false;
+    }
     call_ref(c);
     metrics_job_enter();
     if (worker_pool_submit(svc->workers, job)) return true;
     metrics_job_leave();
     call_unref(c);
-    rpc_status st;
     rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, "queue_full", NULL,
                    "the server's work queue is full (%d jobs waiting); retry later",
                    svc->cfg->queue_depth);

@@ -34,9 +34,10 @@ ProtobufCMessage *service_begin(service *svc, call *c, const ProtobufCMessageDes
                                 const uint8_t *msg, size_t len, lms_engine **engine);
 
 /* Queues job for call c, holding a call reference and an in-flight job
- * count for it (the job gives both back when done). On a full queue the
- * call ends with RESOURCE_EXHAUSTED (reason queue_full) and false is
- * returned; job is then still the caller's. */
+ * count for it (the job gives both back when done). On a full queue (reason
+ * queue_full), or a NULL job (the caller's allocation failed), the call ends
+ * with RESOURCE_EXHAUSTED and false is returned; job is then still the
+ * caller's. */
 bool service_submit(service *svc, call *c, worker_job *job);
 
 #endif

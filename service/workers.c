@@ -139,14 +139,6 @@ void worker_pool_stop(worker_pool *p)
     free(p);
 }
 
-int worker_pool_queued(worker_pool *p)
-{
-    pthread_mutex_lock(&p->mu);
-    int n = p->queued;
-    pthread_mutex_unlock(&p->mu);
-    return n;
-}
-
 int64_t worker_pool_stalled_ms(worker_pool *p)
 {
     int64_t now = now_ms(), worst = 0;

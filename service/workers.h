@@ -27,7 +27,6 @@ bool worker_pool_submit(worker_pool *p, worker_job *job);
 /* Runs what is queued, then joins the workers and frees the pool. */
 void worker_pool_stop(worker_pool *p);
 
-int worker_pool_queued(worker_pool *p);
 /* The longest time, in ms, that a busy worker has gone without progress
  * (0 when every worker is idle or progressing). */
 int64_t worker_pool_stalled_ms(worker_pool *p);
