@@ -182,8 +182,8 @@ lms_status score_items_prepare(const lms_engine *e, const score_header *h,
     for (size_t i = 0; i < n_items; i++) {
         char field[48];
         snprintf(field, sizeof field, "items[%lld]", (long long)(index_base + (int64_t)i));
-        int32_t *ids;
-        int32_t len;
+        int32_t *ids = NULL;
+        int32_t len = 0;
         lms_status st = input_tokens(e, items[i], h->text_inputs, false, field, &ids, &len, err);
         if (st != LMS_OK) {
             score_items_free(out);
