@@ -85,7 +85,7 @@ static lms_status validate(const lms_engine *e, const lms_score_request *r, lms_
     if (delim >= 0 && contains(r->query.ids, r->query.len, delim))
         return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "delimiter_in_content", "query",
                         "the query contains the delimiter token %d", delim);
-    const int32_t extra = r->query.len + (delim >= 0 ? 1 : 0);
+    const int32_t extra = r->query.len + (delim >= 0 && !r->item_first ? 1 : 0);
     for (int32_t i = 0; i < r->n_items; i++) {
         const lms_tokens *it = &r->items[i];
         snprintf(field, sizeof field, "items[%d]", i);
@@ -257,17 +257,31 @@ static lms_status run_batch(score_job *j, batch_buf *b, int32_t prefix_rows, int
 
 /* ---- algorithms ---------------------------------------------------------- */
 
+/* Rows item i takes in a batch, padded to the row period: its whole sequence
+ * when sequences run independently, else the item alone (after a prefix). */
+static int32_t padded_rows(const score_job *j, int32_t i, int whole_sequence)
+{
+    const lms_score_request *r = j->req;
+    int32_t len = r->items[i].len;
+    if (whole_sequence) len += r->item_first ? r->query.len : j->prefix_len;
+    return selector_padded(len, j->e->row_period);
+}
+
+static int32_t widest_padded(const score_job *j, int whole_sequence)
+{
+    int32_t widest = 0;
+    for (int32_t i = 0; i < j->req->n_items; i++)
+        if (padded_rows(j, i, whole_sequence) > widest) widest = padded_rows(j, i, whole_sequence);
+    return widest;
+}
+
 /* Independent sequences, `per_batch` rows at most per pass (serial: one
  * sequence per pass). Used for serial and for item_first. */
 static lms_status run_independent(score_job *j, int one_per_pass, lms_error *err)
 {
     const lms_score_request *r = j->req;
     const int32_t period = j->e->row_period;
-    int32_t max_seq = 0;
-    for (int32_t i = 0; i < r->n_items; i++) {
-        int32_t s = selector_padded(j->prefix_len + r->items[i].len, period);
-        if (s > max_seq) max_seq = s;
-    }
+    const int32_t max_seq = widest_padded(j, 1);
     int32_t cap = one_per_pass || max_seq > j->e->opt.max_packed_tokens
                       ? max_seq
                       : j->e->opt.max_packed_tokens;
@@ -292,8 +306,7 @@ static lms_status run_independent(score_job *j, int one_per_pass, lms_error *err
             add_score(&b, b.n_rows - 1, i);
             pad_rows(&b, period);
             i++;
-        } while (!one_per_pass && i < r->n_items &&
-                 b.n_rows + selector_padded(j->prefix_len + r->items[i].len, period) <= cap);
+        } while (!one_per_pass && i < r->n_items && b.n_rows + padded_rows(j, i, 1) <= cap);
         st = run_batch(j, &b, 0, 0, NULL, NULL, err);
     }
     batch_free(&b);
@@ -309,11 +322,8 @@ static lms_status run_packed(score_job *j, int dense, lms_error *err)
     const int32_t budget = dense && j->e->opt.dense_mask_max_tokens < j->e->opt.max_packed_tokens
                                ? j->e->opt.dense_mask_max_tokens
                                : j->e->opt.max_packed_tokens;
-    int32_t widest = 0;
-    for (int32_t i = 0; i < r->n_items; i++)
-        if (selector_padded(r->items[i].len, period) > widest)
-            widest = selector_padded(r->items[i].len, period);
-    const int32_t need = selector_padded(p, period) + widest; /* the largest one-item pack */
+    /* the largest one-item pack */
+    const int32_t need = selector_padded(p, period) + widest_padded(j, 0);
     if (dense && need > j->e->opt.dense_mask_max_tokens)
         return lms_fail(err, LMS_ERR_RESOURCE_EXHAUSTED, "dense_mask_too_large", "items",
                         "packed_dense needs a %d-token pack; its mask is limited to %d tokens",
@@ -328,7 +338,7 @@ static lms_status run_packed(score_job *j, int dense, lms_error *err)
         int32_t n_in_pack = 0;
         while (i < r->n_items) {
             const lms_tokens *it = &r->items[i];
-            if (n_in_pack > 0 && b.n_rows + selector_padded(it->len, period) > budget) break;
+            if (n_in_pack > 0 && b.n_rows + padded_rows(j, i, 0) > budget) break;
             if (it->len == 0) {
                 add_score(&b, p - 1, i);
             } else {
@@ -409,10 +419,7 @@ static lms_status run_prefill_extend(score_job *j, lms_error *err)
     if (st != LMS_OK) return st;
     const kv_prefix *kv = entry ? prefix_cache_kv(entry) : NULL;
 
-    int32_t widest = 0;
-    for (int32_t i = 0; i < r->n_items; i++)
-        if (selector_padded(r->items[i].len, period) > widest)
-            widest = selector_padded(r->items[i].len, period);
+    const int32_t widest = widest_padded(j, 0);
     const int32_t budget = j->e->opt.max_packed_tokens;
     const int32_t cap = (widest > budget ? widest : budget) + period;
     batch_buf b;
@@ -421,7 +428,7 @@ static lms_status run_prefill_extend(score_job *j, lms_error *err)
         b.n_rows = b.n_segments = b.n_score = 0;
         while (i < r->n_items) {
             const lms_tokens *it = &r->items[i];
-            if (b.n_segments > 0 && b.n_rows + selector_padded(it->len, period) > budget) break;
+            if (b.n_segments > 0 && b.n_rows + padded_rows(j, i, 0) > budget) break;
             i++;
             if (it->len == 0) continue; /* scored by the prefill */
             b.seg_begin[b.n_segments] = b.n_rows;

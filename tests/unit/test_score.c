@@ -104,6 +104,25 @@ static void test_item_first(void **state)
         lms_score_result_free(&ref);
     }
     lms_score_result_free(&r);
+
+    /* batches are sized by whole sequences, query included (regression: an
+     * item_first batch once overran its buffer by the query's length) */
+    lms_engine_options opt;
+    lms_engine_options_default(&opt);
+    opt.max_packed_tokens = 64;
+    lms_engine *small = fixture_open(&opt);
+    assert_non_null(small);
+    fixture_request g;
+    fixture_request_make(&g, 43, 30, 6, 20, 20);
+    g.req.item_first = true;
+    lms_score_result batched = fixture_score(small, &g.req, LMS_ALGO_AUTO);
+    lms_score_result one_by_one = fixture_score(engine, &g.req, LMS_ALGO_AUTO);
+    assert_non_null(batched.scores);
+    assert_true(fixture_max_diff(batched.scores, one_by_one.scores, 6 * 4) <= 1e-5);
+    lms_score_result_free(&batched);
+    lms_score_result_free(&one_by_one);
+    fixture_request_free(&g);
+    lms_engine_close(small);
     fixture_request_free(&f);
 }
 
