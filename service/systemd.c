@@ -32,8 +32,8 @@ int64_t systemd_tick_ms(const systemd_notifier *n)
 {
     if (!n->watchdog_usec) return 1000;
     int64_t half = (int64_t)(n->watchdog_usec / 2000);
-    /* tick a little faster than the ping period so a ping is never late */
-    int64_t tick = half / 2;
+    /* tick four times per ping period: a ping is at most a quarter late */
+    int64_t tick = half / 4;
     return tick < 1 ? 1 : tick > 1000 ? 1000 : tick;
 }
 
