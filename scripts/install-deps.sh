@@ -6,7 +6,8 @@
 #   scripts/install-deps.sh --test   also the test/bench deps
 set -eu
 
-BUILD="gcc g++ clang cmake make pkg-config git ca-certificates
+# libomp-14-dev: clang's omp.h (clang builds link libgomp, but the header is LLVM's).
+BUILD="gcc g++ clang libomp-14-dev cmake make pkg-config git ca-certificates
  libgrpc-dev protobuf-compiler protobuf-c-compiler libprotobuf-c-dev
  libopenblas-openmp-dev libsystemd-dev libpcre2-dev libjson-c-dev libutf8proc-dev"
 TEST="libcmocka-dev libclang-rt-14-dev llvm-14 python3 python3-numpy
