@@ -142,8 +142,10 @@ static void drain(service *svc, health *h, server *srv, systemd_notifier *sd)
         log_end(&r);
     }
     health_end_watches(h);
+    /* What is left is short (Tokenize, GetModelInfo, health) or idle (a
+     * reflection stream a tool keeps open): a second, within the timeout. */
     int64_t grace = deadline - now_ms();
-    server_shutdown(srv, grace > 100 ? grace : 100);
+    server_shutdown(srv, grace < 100 ? 100 : grace > 1000 ? 1000 : grace);
 }
 
 static int run(const lmscored_config *cfg, const sigset_t *signals)
