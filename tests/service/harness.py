@@ -47,8 +47,9 @@ class Daemon:
                                      env=full_env, text=True, errors="replace")
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        line = self.wait_for_log(r'msg="listening"', START_TIMEOUT)
-        self.port = int(re.search(r"port=(\d+)", line).group(1))
+        # text (msg="listening" port=N) or JSON ("msg":"listening","port":"N")
+        line = self.wait_for_log(r'"?msg"?[=:]"listening"', START_TIMEOUT)
+        self.port = int(re.search(r'"?port"?[=:]"?(\d+)', line).group(1))
         self.target = f"127.0.0.1:{self.port}"
         self.returncode = None
         if wait_serving:

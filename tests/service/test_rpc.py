@@ -276,3 +276,15 @@ def test_bad_flags_fail_fast():
     out = subprocess.run([LMSCORED, "--listen", "127.0.0.1:0"], capture_output=True, text=True,
                          timeout=120, env=env)
     assert out.returncode == 1 and "cannot load the model" in out.stderr
+
+
+def test_environment_and_flags():
+    env = {"LMSCORE_WORKERS": "3", "LMSCORE_QUEUE_DEPTH": "7", "LMSCORE_MAX_ITEMS": "11",
+           "LMSCORE_MAX_MESSAGE_BYTES": "2M", "LMSCORE_DRAIN_TIMEOUT": "500ms",
+           "LMSCORE_LOG_FORMAT": "json"}
+    with Daemon("--queue-depth", "9", env=env) as d, d.channel() as ch:
+        limits = score_pb2_grpc.ScoreServiceStub(ch).GetModelInfo(
+            score_pb2.GetModelInfoRequest(), timeout=30).limits
+        assert (limits.workers, limits.queue_depth, limits.max_items) == (3, 9, 11)  # flag wins
+        assert limits.max_message_bytes == 2 << 20
+        assert '"msg":"serving"' in d.log()  # JSON lines
