@@ -35,7 +35,7 @@ test: test-deps
 	  -DLMSCORE_SANITIZE=ON -DLMSCORE_FUZZ=ON >/dev/null
 	cmake --build $(TEST_BUILD) -j $(JOBS)
 	cmake --build $(TEST_BUILD) --target models
-	cd $(TEST_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	cd $(TEST_BUILD) && OMP_WAIT_POLICY=passive ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS) --timeout 1200
 

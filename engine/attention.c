@@ -198,9 +198,11 @@ void attn_plan_free(attn_plan *p)
     free(p);
 }
 
-/* Floats of scratch one thread needs. */
+/* Floats of scratch one thread needs: the dense mode's score row and Kᵀ, or
+ * the segment mode's block scores. */
 static size_t thread_scratch_floats(const attn_plan *p)
 {
+    if (p->mask) return (size_t)(p->cached + p->n_rows) * (1 + (size_t)p->geo.head_dim);
     size_t per_row = (size_t)p->max_shared + (size_t)p->max_own_keys;
     return (size_t)p->max_rows * per_row;
 }
@@ -283,30 +285,50 @@ static void block_head_segment(const attn_plan *p, const attn_block *blk, const 
                     s_sh + p->cached, n_sh, io->v + kv_off, io->kv_stride, 1.0f, ob, io->q_stride);
 }
 
-/* One block, one head, through the materialised mask. */
+/* Kᵀ of kv head g over all keys (cached, then batch): [head_dim × keys], so
+ * that a row's scores are head_dim axpys along the keys — vectorised across
+ * keys, and each score still the same sequence of operations wherever its
+ * key sits. */
+static void transpose_keys(const attn_plan *p, const attn_io *io, int32_t g, float *kt)
+{
+    const int32_t hd = p->geo.head_dim, c = p->cached, n = c + p->n_rows;
+    for (int32_t j = 0; j < n; j++) {
+        const float *kj =
+            (j < c ? io->ck + (size_t)j * io->kv_stride : io->k + (size_t)(j - c) * io->kv_stride) +
+            (size_t)g * hd;
+        for (int32_t d = 0; d < hd; d++)
+            kt[(size_t)d * n + j] = kj[d];
+    }
+}
+
+/* One block, one head, through the materialised mask: every score of the
+ * row is computed, then masked. */
 static void block_head_dense(const attn_plan *p, const attn_block *blk, const attn_io *io,
-                             int32_t h, int32_t g, float *scratch)
+                             int32_t h, int32_t g, const float *kt, float *s)
 {
     const int32_t hd = p->geo.head_dim, t = p->n_rows, c = p->cached, n = c + t;
     for (int32_t r = blk->r0; r < blk->r1; r++) {
         const float *qr = io->q + (size_t)r * io->q_stride + (size_t)h * hd;
         float *orow = io->out + (size_t)r * io->q_stride + (size_t)h * hd;
         const uint8_t *mrow = p->mask + (size_t)r * t;
-        float *s = scratch;
+        memset(s, 0, (size_t)n * sizeof(float));
+        for (int32_t d = 0; d < hd; d++)
+            vec_axpy(s, qr[d], kt + (size_t)d * n, n);
         int any = 0;
         for (int32_t j = 0; j < n; j++) {
-            const float *kj = j < c ? io->ck + (size_t)j * io->kv_stride
-                                    : io->k + (size_t)(j - c) * io->kv_stride;
-            float dot = vec_dot(qr, kj + (size_t)g * hd, hd) * io->scale;
             int visible = j < c || mrow[j - c];
             any |= visible && j >= c;
-            s[j] = visible ? dot : -INFINITY;
+            s[j] = visible ? s[j] * io->scale : -INFINITY;
         }
         memset(orow, 0, hd * sizeof(float));
         if (!any) continue; /* a padding row */
         double sum = vec_exp_shifted(s, n, vec_max(s, n));
         vec_scale(s, n, (float)(1.0 / sum));
+        /* A masked key's probability is exactly 0 and adding ±0 to an
+         * accumulator that starts at +0 never changes it: skipping those keys
+         * gives the same bits as summing over all of them. */
         for (int32_t j = 0; j < n; j++) {
+            if (s[j] == 0.0f) continue;
             const float *vj = j < c ? io->cv + (size_t)j * io->kv_stride
                                     : io->v + (size_t)(j - c) * io->kv_stride;
             vec_axpy(orow, s[j], vj + (size_t)g * hd, hd);
@@ -331,7 +353,7 @@ lms_status attn_run(const attn_plan *p, const float *q, const float *k, const fl
         .scale = 1.0f / sqrtf((float)geo->head_dim),
     };
     const int n_threads = omp_get_max_threads();
-    const size_t per_thread = p->mask ? (size_t)(p->cached + p->n_rows) : thread_scratch_floats(p);
+    const size_t per_thread = thread_scratch_floats(p);
     float *scratch = lms_alloc((size_t)n_threads * per_thread * sizeof(float) + 64);
     if (!scratch)
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for attention scratch");
@@ -342,10 +364,13 @@ lms_status attn_run(const attn_plan *p, const float *q, const float *k, const fl
         const attn_block *blk = &p->blocks[w / geo->n_kv_heads];
         const int32_t g = (int32_t)(w % geo->n_kv_heads);
         float *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
-        for (int32_t h = g * group; h < (g + 1) * group; h++) {
-            if (p->mask)
-                block_head_dense(p, blk, &io, h, g, mine);
-            else
+        if (p->mask) {
+            float *kt = mine + (size_t)(p->cached + p->n_rows);
+            transpose_keys(p, &io, g, kt);
+            for (int32_t h = g * group; h < (g + 1) * group; h++)
+                block_head_dense(p, blk, &io, h, g, kt, mine);
+        } else {
+            for (int32_t h = g * group; h < (g + 1) * group; h++)
                 block_head_segment(p, blk, &io, h, g, mine);
         }
     }

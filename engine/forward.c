@@ -89,7 +89,7 @@ static void label_logprobs(const lms_model_config *c, float *logits, int32_t row
                            const int32_t *labels, int32_t n_labels, float *out)
 {
     const int32_t v = c->vocab_size;
-#pragma omp parallel for PARALLEL_IF(rows, v)
+#pragma omp parallel for if (rows > 1)
     for (int32_t r = 0; r < rows; r++) {
         float *l = logits + (size_t)r * v, *o = out + (size_t)r * n_labels;
         for (int32_t j = 0; j < n_labels; j++)

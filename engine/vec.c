@@ -83,18 +83,6 @@ HOT void vec_swiglu(float *gate, const float *up, size_t n)
     }
 }
 
-HOT float vec_dot(const float *a, const float *b, int32_t n)
-{
-    float acc[8] = {0};
-    int32_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++)
-            acc[j] += a[i + j] * b[i + j];
-    for (; i < n; i++)
-        acc[i & 7] += a[i] * b[i];
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
 HOT void vec_axpy(float *y, float a, const float *x, int32_t n)
 {
     for (int32_t i = 0; i < n; i++)

@@ -47,8 +47,7 @@ static void test_algorithms_match_serial(void **state)
         fixture_request_make(&f, 1000 + s, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3]);
         char what[64];
         snprintf(what, sizeof what, "Q=%d N=%d", shapes[s][0], shapes[s][1]);
-        check_against_serial(e, &f.req, what);
-        f.req.apply_softmax = true;
+        f.req.apply_softmax = s == 2; /* softmax over labels is checked once */
         check_against_serial(e, &f.req, what);
         fixture_request_free(&f);
     }
