@@ -77,9 +77,9 @@ def request(n_items):
 
 def test_ready_status_watchdog_stopping(tmp_path):
     # The model load is slowed by 2 s, so READY=1 early would be seen; each
-    # job first stalls 2 s, so the calls are surely in flight at SIGTERM.
+    # job first stalls 6 s, so the calls are surely in flight at SIGTERM.
     d, notify = start(tmp_path, {"LMSCORE_TEST_LOAD_DELAY_MS": "2000",
-                                 "LMSCORE_TEST_STALL_WORKER_MS": "2000"})
+                                 "LMSCORE_TEST_STALL_WORKER_MS": "6000"})
     try:
         loaded = d.wait_for_log("model loaded", 180)
         ready_at = notify.wait_for("READY=1", 60)
