@@ -30,7 +30,7 @@ def watch(health, service, out):
 
 def test_loading_serving_draining_transitions():
     d = Daemon("--drain-timeout", "30s", binary=LMSCORED_TEST_HOOKS,
-               env={"LMSCORE_TEST_LOAD_DELAY_MS": "4000"}, wait_serving=False)
+               env={"LMSCORE_TEST_LOAD_DELAY_MS": "8000"}, wait_serving=False)
     try:
         with d.channel() as ch:
             health = health_pb2_grpc.HealthStub(ch)

@@ -127,7 +127,7 @@ def test_stalled_worker_stops_the_pings(tmp_path):
             t1 = time.monotonic()
         time.sleep(2 * WATCHDOG_S)
         pings = notify.times("WATCHDOG=1")
-        during = [t for t in pings if t0 + WATCHDOG_S + 0.3 < t < t1 - 0.3]
+        during = [t for t in pings if t0 + WATCHDOG_S + 1.0 < t < t1 - 0.5]
         assert during == [], (t0, t1, pings)
         assert any(t > t1 for t in pings), "the pings did not resume after the stall"
         gaps = [b - a for a, b in zip(pings, pings[1:])]
