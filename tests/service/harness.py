@@ -47,13 +47,17 @@ class Daemon:
                                      env=full_env, text=True, errors="replace")
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        # text (msg="listening" port=N) or JSON ("msg":"listening","port":"N")
-        line = self.wait_for_log(r'"?msg"?[=:]"listening"', START_TIMEOUT)
-        self.port = int(re.search(r'"?port"?[=:]"?(\d+)', line).group(1))
-        self.target = f"127.0.0.1:{self.port}"
         self.returncode = None
-        if wait_serving:
-            self.wait_serving()
+        try:
+            # text (msg="listening" port=N) or JSON ("msg":"listening","port":"N")
+            line = self.wait_for_log(r'"?msg"?[=:]"listening"', START_TIMEOUT)
+            self.port = int(re.search(r'"?port"?[=:]"?(\d+)', line).group(1))
+            self.target = f"127.0.0.1:{self.port}"
+            if wait_serving:
+                self.wait_serving()
+        except BaseException:
+            self.stop(signal.SIGKILL)  # never leave a daemon behind
+            raise
 
     def _read(self):
         for line in self.proc.stderr:
