@@ -21,6 +21,7 @@
  * --max-seconds is reported, not a failure); missed targets are reported in
  * the output, not in the exit status.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,40 +123,43 @@ static void progress(const char *what, const algo_row *a)
 
 /* ---- phases -------------------------------------------------------------- */
 
-static int measure_sgemm(report *r, const lms_model_config *c, const preset *p)
+static int measure_sgemm(const lms_model_config *c, const preset *p, const char *when,
+                         sgemm_round *round)
 {
     const int32_t m = p->forward_tokens, d = c->d_model, ff = c->d_ff;
     const int32_t qd = c->n_heads * c->head_dim;
-    sgemm_shape_result shapes[] = {
-        {.m = m, .n = ff, .k = d},
-        {.m = m, .n = d, .k = ff},
-        {.m = m, .n = qd, .k = d},
-        {.m = m, .n = d, .k = qd},
+    *round = (sgemm_round){
+        .n_shapes = 4,
+        .shapes = {{.m = m, .n = ff, .k = d},
+                   {.m = m, .n = d, .k = ff},
+                   {.m = m, .n = qd, .k = d},
+                   {.m = m, .n = d, .k = qd}},
     };
-    const int n = (int)(sizeof shapes / sizeof *shapes);
-    if (sgemm_measure(shapes, n, p->sgemm_reps) != 0) {
+    snprintf(round->when, sizeof round->when, "%s", when);
+    if (sgemm_measure(round->shapes, round->n_shapes, p->sgemm_reps) != 0) {
         fprintf(stderr, "bench_engine: no memory for the sgemm matrices\n");
         return -1;
     }
-    for (int i = 0; i < n; i++)
-        printf("sgemm M=%d N=%d K=%d: %.1f GFLOP/s (best of %d)\n", shapes[i].m, shapes[i].n,
-               shapes[i].k, shapes[i].best_gflops, p->sgemm_reps);
-    report_sgemm(r, shapes, n);
-    printf("sgemm peak: %.1f GFLOP/s\n", r->peak_gflops);
+    printf("sgemm (%s, best of %d), GFLOP/s:", when, p->sgemm_reps);
+    for (int i = 0; i < round->n_shapes; i++)
+        printf(" %dx%dx%d %.1f", round->shapes[i].m, round->shapes[i].n, round->shapes[i].k,
+               round->shapes[i].best_gflops);
+    printf("\n");
+    fflush(stdout);
     return 0;
 }
 
-static int measure_forward(report *r, lms_engine *e, const flop_units *u, const options *o)
+static int measure_forward(lms_engine *e, const flop_units *u, const options *o, forward_result *f)
 {
     const lms_model_config *c = lms_engine_model_config(e);
     const workload one = {
         .name = "fw", .q = o->p->forward_tokens - 1, .n = 1, .l = 1, .serial_items = 1};
     request_data d;
     if (request_data_init(&d, &one, c->vocab_size, 2) != 0) return -1;
-    forward_result f = {.tokens = o->p->forward_tokens, .n_reps = o->p->forward_reps};
-    f.useful_flops = flops_sequence(u, f.tokens, 1);
+    *f = (forward_result){.tokens = o->p->forward_tokens, .n_reps = o->p->forward_reps};
+    f->useful_flops = flops_sequence(u, f->tokens, 1);
     int rc = 0;
-    for (int i = 0; i < f.n_reps && rc == 0; i++) {
+    for (int i = 0; i < f->n_reps; i++) {
         run_result x;
         run_request(e, &d, LMS_ALGO_SERIAL, 1, o->max_seconds, &x);
         if (x.status != RUN_OK) {
@@ -164,17 +168,15 @@ static int measure_forward(report *r, lms_engine *e, const flop_units *u, const 
             rc = -1;
             break;
         }
-        f.seconds[i] = x.seconds;
-        printf("forward %d tokens: %.2f s, %.1f useful GFLOP/s (%.1f%% of sgemm peak)\n", f.tokens,
-               x.seconds, f.useful_flops / x.seconds * 1e-9,
-               100.0 * f.useful_flops / x.seconds * 1e-9 / r->peak_gflops);
+        f->seconds[i] = x.seconds;
+        printf("forward %d tokens: %.2f s, %.1f useful GFLOP/s\n", f->tokens, x.seconds,
+               f->useful_flops / x.seconds * 1e-9);
         fflush(stdout);
-        if (i == 0 || x.seconds < f.best_seconds) {
-            f.best_seconds = x.seconds;
-            f.best = x;
+        if (i == 0 || x.seconds < f->best_seconds) {
+            f->best_seconds = x.seconds;
+            f->best = x;
         }
     }
-    if (rc == 0) report_forward(r, &f);
     request_data_free(&d);
     return rc;
 }
@@ -275,19 +277,36 @@ int main(int argc, char **argv)
     printf("model %s loaded in %.1f s\n", o.model, load_seconds);
 
     report r;
-    int failed = 0;
     if (report_open(&r, o.out) != 0) {
         lms_engine_close(e);
         return 1;
     }
     report_header(&r, o.model, c, load_seconds);
-    if (measure_sgemm(&r, c, o.p) != 0 || measure_forward(&r, e, &u, &o) != 0) failed++;
-    for (int i = 0; i < o.p->n_workloads && !failed; i++) {
-        workload_result wr = {.w = &o.p->workloads[i], .check_contract = i == o.p->contract};
-        if (o.only && !strchr(o.only, wr.w->name[0])) continue;
-        failed += run_workload(e, &u, &o, &wr);
-        report_workload(&r, i, &wr);
+    /* sgemm rounds: at the start, before each workload, at the end. */
+    sgemm_round rounds[2 + 4];
+    int n_rounds = 0, failed = 0, n_done = 0;
+    bool forward_ok = false;
+    forward_result fw;
+    workload_result done[4];
+    if (measure_sgemm(c, o.p, "start", &rounds[n_rounds]) == 0) {
+        n_rounds++;
+        forward_ok = measure_forward(e, &u, &o, &fw) == 0;
     }
+    failed += !forward_ok;
+    for (int i = 0; i < o.p->n_workloads && forward_ok; i++) {
+        const workload *w = &o.p->workloads[i];
+        if (o.only && !strchr(o.only, w->name[0])) continue;
+        char when[24];
+        snprintf(when, sizeof when, "before (%s)", w->name);
+        if (measure_sgemm(c, o.p, when, &rounds[n_rounds]) == 0) n_rounds++;
+        done[n_done] = (workload_result){.w = w, .index = i, .check_contract = i == o.p->contract};
+        failed += run_workload(e, &u, &o, &done[n_done++]);
+    }
+    if (forward_ok && measure_sgemm(c, o.p, "end", &rounds[n_rounds]) == 0) n_rounds++;
+    if (n_rounds) report_sgemm(&r, rounds, n_rounds);
+    if (forward_ok) report_forward(&r, &fw);
+    for (int i = 0; i < n_done; i++)
+        report_workload(&r, &done[i]);
     report_footer(&r);
     const int missed = r.targets_missed;
     if (report_close(&r) != 0) {

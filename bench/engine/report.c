@@ -30,7 +30,7 @@ int report_open(report *r, const char *dir)
         report_close(r);
         return -1;
     }
-    fprintf(r->sgemm_csv, "m,n,k,best_seconds,gflops,gflop_per_cpu_s\n");
+    fprintf(r->sgemm_csv, "when,m,n,k,best_seconds,gflops,gflop_per_cpu_s\n");
     fprintf(r->forward_csv,
             "tokens,reps,best_seconds,useful_gflop,useful_gflops,"
             "sgemm_peak_gflops,pct_of_sgemm_peak,pct_of_peak_per_cpu_s,engine_peak_mib,"
@@ -129,25 +129,38 @@ void report_footer(report *r)
             load);
 }
 
-void report_sgemm(report *r, const sgemm_shape_result *s, int n)
+void report_sgemm(report *r, const sgemm_round *rounds, int n_rounds)
 {
     fprintf(r->md, "### sgemm peak\n\n"
-                   "`cblas_sgemm(RowMajor, NoTrans, Trans)` as the engine calls it, best of the "
-                   "repetitions after a warm-up.\n\n"
-                   "| M | N | K | best ms | GFLOP/s | GFLOP per CPU-s |\n"
-                   "|---:|---:|---:|---:|---:|---:|\n");
+                   "`cblas_sgemm(RowMajor, NoTrans, Trans)` as the engine calls it, GFLOP/s, best "
+                   "of the repetitions after a warm-up, measured at several points of the run "
+                   "(other processes only ever lower it, so the peak is the best of all).\n\n"
+                   "| M | N | K |");
+    for (int k = 0; k < n_rounds; k++)
+        fprintf(r->md, " %s |", rounds[k].when);
+    fprintf(r->md, "\n|---:|---:|---:|");
+    for (int k = 0; k < n_rounds; k++)
+        fprintf(r->md, "---:|");
+    fputc('\n', r->md);
     r->peak_gflops = r->peak_cpu_gflops = 0;
-    for (int i = 0; i < n; i++) {
-        fprintf(r->sgemm_csv, "%d,%d,%d,%.6f,%.2f,%.2f\n", s[i].m, s[i].n, s[i].k,
-                s[i].best_seconds, s[i].best_gflops, s[i].best_cpu_gflops);
-        fprintf(r->md, "| %d | %d | %d | %.2f | %.1f | %.1f |\n", s[i].m, s[i].n, s[i].k,
-                1e3 * s[i].best_seconds, s[i].best_gflops, s[i].best_cpu_gflops);
-        if (s[i].best_gflops > r->peak_gflops) r->peak_gflops = s[i].best_gflops;
-        if (s[i].best_cpu_gflops > r->peak_cpu_gflops) r->peak_cpu_gflops = s[i].best_cpu_gflops;
+    for (int k = 0; k < n_rounds; k++)
+        for (int i = 0; i < rounds[k].n_shapes; i++) {
+            const sgemm_shape_result *x = &rounds[k].shapes[i];
+            fprintf(r->sgemm_csv, "\"%s\",%d,%d,%d,%.6f,%.2f,%.2f\n", rounds[k].when, x->m, x->n,
+                    x->k, x->best_seconds, x->best_gflops, x->best_cpu_gflops);
+            if (x->best_gflops > r->peak_gflops) r->peak_gflops = x->best_gflops;
+            if (x->best_cpu_gflops > r->peak_cpu_gflops) r->peak_cpu_gflops = x->best_cpu_gflops;
+        }
+    for (int i = 0; n_rounds > 0 && i < rounds[0].n_shapes; i++) {
+        const sgemm_shape_result *x = &rounds[0].shapes[i];
+        fprintf(r->md, "| %d | %d | %d |", x->m, x->n, x->k);
+        for (int k = 0; k < n_rounds; k++)
+            fprintf(r->md, " %.1f |", rounds[k].shapes[i].best_gflops);
+        fputc('\n', r->md);
     }
     fprintf(r->md,
-            "\n**sgemm peak (best shape): %.1f GFLOP/s**, %.1f GFLOP per CPU-second — the "
-            "denominators of every ratio below.\n\n",
+            "\n**sgemm peak: %.1f GFLOP/s**, %.1f GFLOP per CPU-second — the denominators of "
+            "every ratio below.\n\n",
             r->peak_gflops, r->peak_cpu_gflops);
 }
 
@@ -289,8 +302,9 @@ static void checks_md(report *r, const workload_result *wr, double serial_ips)
             best->label, speedup, verdict(speedup >= 75.0), pct, verdict(pct >= 60.0), pct_cpu);
 }
 
-void report_workload(report *r, int index, const workload_result *wr)
+void report_workload(report *r, const workload_result *wr)
 {
+    const int index = wr->index;
     const workload *w = wr->w;
     const algo_row *serial = find(wr, LMS_ALGO_SERIAL, false);
     const double serial_ips = serial ? items_per_s(serial) : 0.0;

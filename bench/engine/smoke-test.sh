@@ -20,7 +20,8 @@ expect_lines() {
         exit 1
     fi
 }
-expect_lines "$out/sgemm.csv" 5   # header + 4 projection shapes
+# header + 4 projection shapes × 5 rounds (start, before each workload, end)
+expect_lines "$out/sgemm.csv" 21
 expect_lines "$out/forward.csv" 2 # header + 1
 # header + 3 workloads × 5 cold algorithms + 2 warm runs
 expect_lines "$out/multi_item.csv" 18
