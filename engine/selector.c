@@ -5,9 +5,13 @@
 
 #include <stdio.h>
 
-/* FLOP-equivalents per byte of weights streamed: a 2-core AVX2/AVX-512 box
- * does ~100 GFLOP/s of sgemm against ~10 GB/s of weight reads from DRAM. */
-#define MACHINE_BALANCE 10.0
+/* The fixed cost of one forward pass, in rows of linear-layer work. OpenBLAS
+ * packs every weight matrix again on every call, so a pass costs about as
+ * much as this many extra rows whatever its size. Measured on Qwen3-0.6B
+ * geometry: a 200-row extend took 7.0 s and a 500-row packed pass 11.6 s
+ * (lmscore-local --repeat 2 on workload (a) of make bench), i.e. time ∝
+ * rows + 257. */
+#define PASS_COST_ROWS 256.0
 /* The dense baseline computes its T² scores with vector dot products rather
  * than sgemm: each of its FLOPs costs about this many sgemm FLOPs. */
 #define DENSE_FLOP_PENALTY 4.0
@@ -15,7 +19,7 @@
 typedef struct {
     double row;  /* linear layers, per row */
     double pair; /* attention, per visible (query, key) pair */
-    double pass; /* weight traffic, per forward pass */
+    double pass; /* fixed cost per forward pass */
 } unit_costs;
 
 static unit_costs units(const lms_model_config *c)
@@ -26,7 +30,7 @@ static unit_costs units(const lms_model_config *c)
     unit_costs u;
     u.row = 2.0 * per_layer * c->n_layers;
     u.pair = 4.0 * qd * c->n_layers;
-    u.pass = 4.0 * per_layer * c->n_layers * MACHINE_BALANCE;
+    u.pass = PASS_COST_ROWS * u.row;
     return u;
 }
 

@@ -2,10 +2,10 @@
  * selector.h — the cost model that picks a multi-item algorithm per request.
  *
  * Cost = arithmetic (linear layers per row, attention per visible
- * query/key pair, LM head per scored row) + weight traffic (every forward
- * pass streams all weights once, converted to FLOP-equivalents with a machine
- * balance). The shapes come from the request (query length, item lengths)
- * and the model's geometry; pack sizes from the engine's token budget.
+ * query/key pair) + a fixed cost per forward pass (weights packed and read
+ * again by every sgemm call: measured as ~256 rows of linear work). The
+ * shapes come from the request (query length, padded item lengths) and the
+ * model's geometry; pack sizes from the engine's token budget.
  */
 #ifndef LMS_SELECTOR_H
 #define LMS_SELECTOR_H

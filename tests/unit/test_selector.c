@@ -1,0 +1,78 @@
+/*
+ * test_selector.c — the cost model's choices on the benchmark workloads of
+ * docs/benchmarks.md (Qwen3-0.6B geometry), and its guards.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <stdlib.h>
+
+#include "selector.h"
+
+static const lms_model_config QWEN3_06B = {
+    .arch = LMS_ARCH_QWEN3,
+    .n_layers = 28,
+    .d_model = 1024,
+    .n_heads = 16,
+    .n_kv_heads = 8,
+    .head_dim = 128,
+    .d_ff = 3072,
+    .vocab_size = 151936,
+    .context_length = 40960,
+};
+
+static lms_algorithm pick(int32_t q, int32_t n, int32_t l, int cached, int32_t dense_max)
+{
+    int32_t *lens = malloc((size_t)n * sizeof *lens);
+    for (int32_t i = 0; i < n; i++)
+        lens[i] = l;
+    selector_input in = {.prefix_len = q,
+                         .n_items = n,
+                         .item_len = lens,
+                         .row_period = 12,
+                         .max_packed_tokens = 8192,
+                         .dense_mask_max_tokens = dense_max,
+                         .prefix_cached = cached};
+    selector_choice ch;
+    selector_choose(&QWEN3_06B, &in, &ch);
+    free(lens);
+    return ch.best;
+}
+
+/* The measured best on each workload (docs/benchmarks.md): one pass beats
+ * two while the items fit one pack; the query once beats a query per pack. */
+static void test_benchmark_workloads(void **state)
+{
+    (void)state;
+    assert_int_equal(pick(300, 10, 20, 0, 8192), LMS_ALGO_PACKED_SEGMENT);   /* (a) */
+    assert_int_equal(pick(2000, 64, 20, 0, 8192), LMS_ALGO_PACKED_SEGMENT);  /* (b) */
+    assert_int_equal(pick(2000, 500, 20, 0, 8192), LMS_ALGO_PREFILL_EXTEND); /* (c) */
+    assert_int_equal(pick(100, 10, 500, 0, 8192), LMS_ALGO_PACKED_SEGMENT);  /* (d) */
+}
+
+static void test_cached_query_prefers_extend(void **state)
+{
+    (void)state;
+    assert_int_equal(pick(300, 10, 20, 1, 8192), LMS_ALGO_PREFILL_EXTEND);
+}
+
+static void test_single_item_and_guards(void **state)
+{
+    (void)state;
+    /* one item: a single pass either way; never the O(T²) baseline */
+    lms_algorithm one = pick(50, 1, 10, 0, 8192);
+    assert_true(one == LMS_ALGO_PACKED_SEGMENT || one == LMS_ALGO_SERIAL);
+    assert_int_not_equal(pick(2000, 64, 20, 0, 0), LMS_ALGO_PACKED_DENSE);
+    assert_int_not_equal(pick(300, 10, 20, 0, 8192), LMS_ALGO_SERIAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_benchmark_workloads),
+        cmocka_unit_test(test_cached_query_prefers_extend),
+        cmocka_unit_test(test_single_item_and_guards),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
