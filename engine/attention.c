@@ -202,9 +202,9 @@ void attn_plan_free(attn_plan *p)
  * the segment mode's block scores. */
 static size_t thread_scratch_floats(const attn_plan *p)
 {
-    if (p->mask) return (size_t)(p->cached + p->n_rows) * (1 + (size_t)p->geo.head_dim);
-    size_t per_row = (size_t)p->max_shared + (size_t)p->max_own_keys;
-    return (size_t)p->max_rows * per_row;
+    const size_t mc = (size_t)p->geo.block_rows, hd = (size_t)p->geo.head_dim;
+    if (p->mask) return (size_t)(p->cached + p->n_rows) * (1 + hd);
+    return mc * ((size_t)p->max_shared + hd) + (size_t)p->max_rows * (size_t)p->max_own_keys;
 }
 
 size_t attn_plan_scratch_bytes(const attn_plan *p)
@@ -225,32 +225,37 @@ typedef struct {
 static void block_head_segment(const attn_plan *p, const attn_block *blk, const attn_io *io,
                                int32_t h, int32_t g, float *scratch)
 {
-    const int32_t hd = p->geo.head_dim, m = blk->r1 - blk->r0;
+    /* Every product over the shared keys has exactly mc rows, whatever the
+     * block holds: OpenBLAS picks kernels by shape, so a call whose row count
+     * followed the items would round an item differently when another item
+     * changes length. Rows past the block are read (the q buffer has mc
+     * spare rows) and ignored. */
+    const int32_t hd = p->geo.head_dim, mc = p->geo.block_rows;
     const int32_t n_sh = p->cached + blk->shared;
     const float *qb = io->q + (size_t)blk->r0 * io->q_stride + (size_t)h * hd;
-    float *ob = io->out + (size_t)blk->r0 * io->q_stride + (size_t)h * hd;
-    float *s_sh = scratch;                     /* [m × n_sh] */
-    float *s_own = scratch + (size_t)m * n_sh; /* per piece [rows × own keys] */
+    float *s_sh = scratch;                  /* [mc × n_sh] */
+    float *o_sh = s_sh + (size_t)mc * n_sh; /* [mc × hd] */
+    float *s_own = o_sh + (size_t)mc * hd;  /* per piece [rows × own keys] */
     const size_t kv_off = (size_t)g * hd;
 
-    for (int32_t r = 0; r < m; r++)
-        memset(ob + (size_t)r * io->q_stride, 0, hd * sizeof(float));
+    for (int32_t r = blk->r0; r < blk->r1; r++)
+        memset(io->out + (size_t)r * io->q_stride + (size_t)h * hd, 0, hd * sizeof(float));
     if (p->cached)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, p->cached, hd, io->scale, qb,
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mc, p->cached, hd, io->scale, qb,
                     io->q_stride, io->ck + kv_off, io->kv_stride, 0.0f, s_sh, n_sh);
     if (blk->shared)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, blk->shared, hd, io->scale, qb,
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mc, blk->shared, hd, io->scale, qb,
                     io->q_stride, io->k + kv_off, io->kv_stride, 0.0f, s_sh + p->cached, n_sh);
 
-    /* Rows of the block that belong to no piece (alignment padding) must not
-     * contribute: their shared scores are zeroed, their output stays 0. */
-    int32_t next_row = blk->r0;
+    /* Rows that belong to no piece (alignment padding, rows past the block)
+     * must not contribute: their shared scores are zeroed. */
+    int32_t next = 0;
     size_t own_at = 0;
     for (int32_t pi = blk->first_piece; pi < blk->end_piece; pi++) {
         const attn_piece *pc = &p->pieces[pi];
-        for (int32_t r = next_row; r < pc->a && n_sh; r++)
-            memset(s_sh + (size_t)(r - blk->r0) * n_sh, 0, n_sh * sizeof(float));
-        next_row = pc->b;
+        for (; next < pc->a - blk->r0 && n_sh; next++)
+            memset(s_sh + (size_t)next * n_sh, 0, n_sh * sizeof(float));
+        next = pc->b - blk->r0;
         const int32_t rows = pc->b - pc->a, n_own = pc->b - pc->own0;
         float *so = s_own + own_at;
         own_at += (size_t)rows * n_own;
@@ -275,14 +280,20 @@ static void block_head_segment(const attn_plan *p, const attn_block *blk, const 
                     io->v + (size_t)pc->own0 * io->kv_stride + kv_off, io->kv_stride, 1.0f,
                     io->out + (size_t)pc->a * io->q_stride + (size_t)h * hd, io->q_stride);
     }
-    for (int32_t r = next_row; r < blk->r1 && n_sh; r++)
-        memset(s_sh + (size_t)(r - blk->r0) * n_sh, 0, n_sh * sizeof(float));
+    if (!n_sh) return;
+    for (; next < mc; next++)
+        memset(s_sh + (size_t)next * n_sh, 0, n_sh * sizeof(float));
     if (p->cached)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hd, p->cached, 1.0f, s_sh, n_sh,
-                    io->cv + kv_off, io->kv_stride, 1.0f, ob, io->q_stride);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mc, hd, p->cached, 1.0f, s_sh, n_sh,
+                    io->cv + kv_off, io->kv_stride, 0.0f, o_sh, hd);
     if (blk->shared)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hd, blk->shared, 1.0f,
-                    s_sh + p->cached, n_sh, io->v + kv_off, io->kv_stride, 1.0f, ob, io->q_stride);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mc, hd, blk->shared, 1.0f,
+                    s_sh + p->cached, n_sh, io->v + kv_off, io->kv_stride, p->cached ? 1.0f : 0.0f,
+                    o_sh, hd);
+    for (int32_t pi = blk->first_piece; pi < blk->end_piece; pi++)
+        for (int32_t r = p->pieces[pi].a; r < p->pieces[pi].b; r++)
+            vec_add(io->out + (size_t)r * io->q_stride + (size_t)h * hd,
+                    o_sh + (size_t)(r - blk->r0) * hd, hd);
 }
 
 /* Kᵀ of kv head g over all keys (cached, then batch): [head_dim × keys], so

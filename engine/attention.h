@@ -33,7 +33,7 @@ typedef struct {
 
 typedef struct {
     int32_t n_heads, n_kv_heads, head_dim;
-    int32_t block_rows; /* query rows per work item: a multiple of the BLAS row period */
+    int32_t block_rows; /* rows of every shared-key product: blas_block_rows(period) */
 } attn_geometry;
 
 typedef struct attn_plan attn_plan;
@@ -47,7 +47,8 @@ void attn_plan_free(attn_plan *plan);
 size_t attn_plan_scratch_bytes(const attn_plan *plan);
 
 /* out[r] = attention of q[r] over the visible keys. q and out are
- * [n_rows × n_heads*head_dim]; k, v are [n_rows × n_kv_heads*head_dim];
+ * [n_rows × n_heads*head_dim], and q has block_rows more readable rows past
+ * n_rows (their values do not matter); k, v are [n_rows × n_kv_heads*head_dim];
  * ck, cv are the cached rows (cached_rows × kv_dim, may be NULL when 0). */
 lms_status attn_run(const attn_plan *plan, const float *q, const float *k, const float *v,
                     const float *ck, const float *cv, float *out, lms_error *err);

@@ -42,21 +42,37 @@ static void gemm(int m, const blas_probe_shape *s, const float *a, const float *
                     s->n, beta, c, s->n);
 }
 
-/* Does period p hold for shape s? a holds max_rows rows, c has room for them. */
+/* Does period p hold for shape s? a holds enough rows, c has room for them.
+ * A reference block of rows is computed at one offset of a call, then
+ * again at other offsets that are multiples of p: in calls of several row
+ * counts, or, for fixed_rows shapes, of exactly blas_block_rows(p) rows. */
 static int period_holds(int32_t p, const blas_probe_shape *s, const float *a, const float *b,
                         const float *c_init, float *ref, float *c)
 {
-    const int ref_rows = 2 * p;
-    /* (offset of the reference block inside the call, rows in the call), in units of p */
-    static const int layouts[][2] = {{1, 4}, {3, 5}, {0, 9}, {6, 8}};
+    const size_t fixed = (size_t)blas_block_rows(p);
+    /* a fixed-size call holds as few as one period of reference rows */
+    const size_t ref_rows = s->fixed_rows ? (size_t)p : 2 * (size_t)p;
+    /* (offset of the reference block inside the call, rows in the call) */
+    size_t layouts[4][2] = {{p, 4 * (size_t)p},
+                            {3 * (size_t)p, 5 * (size_t)p},
+                            {0, 9 * (size_t)p},
+                            {6 * (size_t)p, 8 * (size_t)p}};
+    if (s->fixed_rows) {
+        size_t offsets[4] = {0, p, fixed / 2 / p * p, fixed - ref_rows};
+        for (int l = 0; l < 4; l++) {
+            layouts[l][0] = offsets[l] + ref_rows <= fixed ? offsets[l] : fixed - ref_rows;
+            layouts[l][1] = fixed;
+        }
+    }
+    const size_t base = s->fixed_rows ? fixed : 6 * (size_t)p; /* reference rows start here */
     for (int beta_one = 0; beta_one <= 1; beta_one++) {
         float beta = beta_one ? 1.0f : 0.0f;
-        size_t ref_bytes = (size_t)ref_rows * s->n * sizeof(float);
-        const size_t base = 6 * (size_t)p; /* the reference rows start here in a */
-        memcpy(ref, c_init + base * s->n, ref_bytes);
-        gemm(ref_rows, s, a + base * s->k, b, beta, ref);
-        for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
-            size_t off = (size_t)layouts[l][0] * p, rows = (size_t)layouts[l][1] * p;
+        size_t ref_bytes = ref_rows * s->n * sizeof(float);
+        size_t ref_call = s->fixed_rows ? fixed : ref_rows;
+        memcpy(ref, c_init + base * s->n, ref_call * s->n * sizeof(float));
+        gemm((int)ref_call, s, a + base * s->k, b, beta, ref);
+        for (size_t l = 0; l < 4; l++) {
+            size_t off = layouts[l][0], rows = layouts[l][1];
             size_t first = base - off;
             memcpy(c, c_init + first * s->n, rows * s->n * sizeof(float));
             gemm((int)rows, s, a + first * s->k, b, beta, c);
@@ -74,7 +90,11 @@ lms_status blas_row_period(const blas_probe_shape *shapes, int n_shapes, int32_t
         if (shapes[i].k > kmax) kmax = shapes[i].k;
         if (shapes[i].n > nmax) nmax = shapes[i].n;
     }
-    size_t max_rows = 15 * (size_t)CANDIDATES[N_CANDIDATES - 1];
+    /* the most rows a layout reads: 15p, or two fixed blocks */
+    int32_t pmax = CANDIDATES[N_CANDIDATES - 1];
+    size_t max_rows = 15 * (size_t)pmax > 2 * (size_t)blas_block_rows(pmax) + 2 * (size_t)pmax
+                          ? 15 * (size_t)pmax
+                          : 2 * (size_t)blas_block_rows(pmax) + 2 * (size_t)pmax;
     float *a = lms_alloc(max_rows * kmax * sizeof(float));
     float *b = lms_alloc((size_t)nmax * kmax * sizeof(float));
     float *c_init = lms_alloc(max_rows * nmax * sizeof(float));

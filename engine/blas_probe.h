@@ -18,12 +18,22 @@
 typedef struct {
     int32_t k, n;
     int b_rows_are_n; /* 1: C = A[m×k] · B[n×k]ᵀ (projections); 0: C = A · B[k×n] */
+    int fixed_rows;   /* 1: every call has blas_block_rows(P) rows (attention);
+                       * 0: calls of many row counts, all multiples of P */
 } blas_probe_shape;
+
+/* Rows of every attention product over shared keys for a period P: the
+ * smallest multiple of P that is at least 96. */
+static inline int32_t blas_block_rows(int32_t period)
+{
+    return (96 + period - 1) / period * period;
+}
 
 /* The smallest period P (from 1 up to 256) such that, for every probed shape
  * and for calls made both from the top level (threaded BLAS) and from inside
  * an OpenMP parallel region (single-threaded BLAS), a row's result depends
- * only on its index modulo P, given calls whose row count is a multiple of P.
+ * only on its index modulo P, given calls whose row count is a multiple of P
+ * (or, for fixed_rows shapes, exactly blas_block_rows(P)).
  * LMS_ERR_UNSUPPORTED if no period up to 256 holds. */
 lms_status blas_row_period(const blas_probe_shape *shapes, int n_shapes, int32_t *period,
                            lms_error *err);

@@ -113,15 +113,18 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
     }
 
     const int32_t qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
+    /* The projections (rows of any count) and the attention products over
+     * shared keys (always blas_block_rows rows; short and long key runs, as
+     * OpenBLAS switches kernels on size). */
     const blas_probe_shape shapes[] = {
-        {c->d_model, qd, 1},      {c->d_model, kvd, 1},
-        {qd, c->d_model, 1},      {c->d_model, c->d_ff, 1},
-        {c->d_ff, c->d_model, 1}, {c->head_dim, 96, 1}, /* attention scores: Q · Kᵀ */
-        {96, c->head_dim, 0},                           /* attention output: P · V */
+        {c->d_model, qd, 1, 0},      {c->d_model, kvd, 1, 0},     {qd, c->d_model, 1, 0},
+        {c->d_model, c->d_ff, 1, 0}, {c->d_ff, c->d_model, 1, 0}, {c->head_dim, 8, 1, 1},
+        {c->head_dim, 64, 1, 1},     {c->head_dim, 700, 1, 1},    {8, c->head_dim, 0, 1},
+        {64, c->head_dim, 0, 1},     {700, c->head_dim, 0, 1},
     };
     st = blas_row_period(shapes, (int)(sizeof shapes / sizeof *shapes), &e->row_period, err);
     if (st != LMS_OK) goto fail;
-    e->tune.block_rows = (64 + e->row_period - 1) / e->row_period * e->row_period;
+    e->tune.block_rows = blas_block_rows(e->row_period);
     e->tune.head_chunk = 32;
 
     e->cache = prefix_cache_create(e->opt.prefix_cache_bytes);

@@ -152,7 +152,8 @@ lms_status forward_run(const lms_model *m, const forward_tuning *tune, const for
 
     float *x = lms_alloc((size_t)t * d * sizeof(float));
     float *h = lms_alloc((size_t)t * d * sizeof(float));
-    float *q = lms_alloc((size_t)t * qd * sizeof(float));
+    /* attention reads block_rows rows past the batch (attention.h) */
+    float *q = lms_calloc((size_t)(t + tune->block_rows) * qd, sizeof(float));
     float *att = lms_alloc((size_t)t * qd * sizeof(float));
     float *k = lms_alloc((size_t)t * kvd * sizeof(float));
     float *v = lms_alloc((size_t)t * kvd * sizeof(float));

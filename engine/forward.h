@@ -34,7 +34,7 @@ typedef struct {
 } forward_batch;
 
 typedef struct {
-    int32_t block_rows; /* attention rows per work item (multiple of the row period) */
+    int32_t block_rows; /* rows of every shared-key attention product (blas_probe.h) */
     int32_t head_chunk; /* score rows per LM-head sgemm */
 } forward_tuning;
 
