@@ -207,13 +207,6 @@ static size_t thread_scratch_floats(const attn_plan *p)
     return mc * ((size_t)p->max_shared + hd) + (size_t)p->max_rows * (size_t)p->max_own_keys;
 }
 
-size_t attn_plan_scratch_bytes(const attn_plan *p)
-{
-    size_t threads = (size_t)omp_get_max_threads();
-    size_t mask = p->mask ? (size_t)p->n_rows * p->n_rows : 0;
-    return threads * thread_scratch_floats(p) * sizeof(float) + mask;
-}
-
 typedef struct {
     const float *q, *k, *v, *ck, *cv;
     float *out;

@@ -43,8 +43,6 @@ typedef struct attn_plan attn_plan;
 lms_status attn_plan_create(const attn_layout *layout, const attn_geometry *geo,
                             int32_t cached_rows, attn_plan **out, lms_error *err);
 void attn_plan_free(attn_plan *plan);
-/* Bytes of scratch the plan's attention needs (for the memory accounting). */
-size_t attn_plan_scratch_bytes(const attn_plan *plan);
 
 /* out[r] = attention of q[r] over the visible keys. q and out are
  * [n_rows × n_heads*head_dim], and q has block_rows more readable rows past

@@ -76,13 +76,6 @@ static void norm_and_rope(const lms_model_config *c, float *x, int32_t rows, int
     }
 }
 
-size_t forward_activation_bytes(const lms_model_config *c, int32_t n_rows)
-{
-    size_t q = (size_t)c->n_heads * c->head_dim, kv = (size_t)c->n_kv_heads * c->head_dim;
-    size_t per_row = 2 * (size_t)c->d_model + 2 * q + 2 * kv + 2 * (size_t)c->d_ff;
-    return per_row * n_rows * sizeof(float);
-}
-
 /* log-softmax over the vocabulary at each of rows, keeping only the labels.
  * The logits are overwritten (exponentiated in place); the sum is in double. */
 static void label_logprobs(const lms_model_config *c, float *logits, int32_t rows,

@@ -47,7 +47,4 @@ lms_status forward_score_hidden(const lms_model *m, const forward_tuning *tune, 
                                 int32_t n_rows, const int32_t *labels, int32_t n_labels,
                                 float *label_logprobs, lms_error *err);
 
-/* Bytes of activations forward_run allocates for a batch (for budgeting). */
-size_t forward_activation_bytes(const lms_model_config *cfg, int32_t n_rows);
-
 #endif

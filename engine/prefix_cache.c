@@ -26,7 +26,6 @@ struct prefix_cache {
     pthread_mutex_t lock;
     prefix_cache_entry *head, *tail; /* head = most recent */
     size_t max_bytes, bytes;
-    int32_t entries;
 };
 
 static uint64_t hash_tokens(const int32_t *t, int32_t n)
@@ -85,7 +84,6 @@ static void evict_for(prefix_cache *pc, size_t need)
         prefix_cache_entry *e = pc->tail;
         unlink_entry(pc, e);
         pc->bytes -= e->bytes;
-        pc->entries--;
         e->in_cache = 0;
         if (e->pins == 0) entry_free(e);
     }
@@ -140,7 +138,6 @@ prefix_cache_entry *prefix_cache_insert(prefix_cache *pc, const int32_t *tokens,
         evict_for(pc, e->bytes);
         push_front(pc, e);
         pc->bytes += e->bytes;
-        pc->entries++;
         e->in_cache = 1;
     }
     pthread_mutex_unlock(&pc->lock);
@@ -159,20 +156,4 @@ void prefix_cache_release(prefix_cache *pc, prefix_cache_entry *e)
     int last = --e->pins == 0 && !e->in_cache;
     pthread_mutex_unlock(&pc->lock);
     if (last) entry_free(e);
-}
-
-size_t prefix_cache_bytes(prefix_cache *pc)
-{
-    pthread_mutex_lock(&pc->lock);
-    size_t n = pc->bytes;
-    pthread_mutex_unlock(&pc->lock);
-    return n;
-}
-
-int32_t prefix_cache_entries(prefix_cache *pc)
-{
-    pthread_mutex_lock(&pc->lock);
-    int32_t n = pc->entries;
-    pthread_mutex_unlock(&pc->lock);
-    return n;
 }

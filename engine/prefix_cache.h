@@ -30,7 +30,4 @@ prefix_cache_entry *prefix_cache_insert(prefix_cache *pc, const int32_t *tokens,
 const kv_prefix *prefix_cache_kv(const prefix_cache_entry *e);
 void prefix_cache_release(prefix_cache *pc, prefix_cache_entry *e);
 
-size_t prefix_cache_bytes(prefix_cache *pc);
-int32_t prefix_cache_entries(prefix_cache *pc);
-
 #endif
