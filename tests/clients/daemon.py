@@ -12,7 +12,9 @@ import time
 
 START_TIMEOUT_S = 300
 STOP_TIMEOUT_S = 60
-LISTENING = re.compile(r'msg="listening".*\bport=(\d+)')
+# The whole line, newline included: the log is read while the daemon writes
+# it, and a half-written "port=4" once sent a client to the wrong port.
+LISTENING = re.compile(r'msg="listening"[^\n]*\bport=(\d+)[^\n]*\n')
 SANITIZER_REPORT = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:")
 
 
