@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "clock.h"
@@ -72,6 +73,11 @@ const char *run_status_name(run_status s)
                                         [RUN_STOPPED] = "stopped",
                                         [RUN_FAILED] = "failed"};
     return (unsigned)s < sizeof NAMES / sizeof *NAMES ? NAMES[s] : "unknown";
+}
+
+double run_cpu_share(const run_result *x)
+{
+    return x->cpu_seconds / (x->seconds * (double)sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 typedef struct {

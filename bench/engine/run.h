@@ -17,6 +17,7 @@ typedef struct {
     int32_t q, n, l;
     int32_t serial_items; /* serial is timed on this many items, then extrapolated */
     bool warm;            /* also time prefill_extend with the query's KV cached */
+    int rounds;           /* times each algorithm runs (a fresh query each); best kept */
 } workload;
 
 /* Token ids for one request, drawn from a seeded generator over the
@@ -50,6 +51,10 @@ typedef struct {
     int64_t engine_peak_bytes; /* lms_alloc peak above what the engine held before */
     int64_t peak_rss_bytes;    /* -1 when unknown */
 } run_result;
+
+/* The share of the machine's CPUs the process used during the run: well
+ * under 1 means other processes took cores from it. */
+double run_cpu_share(const run_result *x);
 
 /* Scores the first n_items items of d with algo; stops the engine after
  * max_seconds (status RUN_STOPPED). A resource refusal (e.g. packed_dense
