@@ -4,6 +4,7 @@
 #include "report.h"
 
 #include <cblas.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -90,23 +91,40 @@ static double pct_of_cpu_peak(const report *r, double useful_flops, const run_re
     return 100.0 * useful_flops / x->cpu_seconds * 1e-9 / r->peak_cpu_gflops;
 }
 
+/* The environment variables that change what OpenBLAS and OpenMP do. */
+static void tuning_environment(char *out, size_t size)
+{
+    static const char *const NAMES[] = {"OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS",
+                                        "OMP_NUM_THREADS", "OMP_WAIT_POLICY"};
+    size_t used = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < sizeof NAMES / sizeof *NAMES; i++) {
+        const char *v = getenv(NAMES[i]);
+        if (!v || used >= size) continue;
+        int n = snprintf(out + used, size - used, "%s%s=%s", used ? ", " : "", NAMES[i], v);
+        if (n > 0) used += (size_t)n;
+    }
+    if (!out[0]) snprintf(out, size, "none set");
+}
+
 void report_header(report *r, const char *model_path, const lms_model_config *c,
                    double load_seconds)
 {
-    char cpu[256], date[64], load[64];
+    char cpu[256], date[64], load[64], env[256];
     cpu_model(cpu, sizeof cpu);
     load_average(load, sizeof load);
+    tuning_environment(env, sizeof env);
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
     fprintf(r->md,
-            "Run: %s on \"%s\", %ld online CPUs; OpenBLAS %s, %d threads. Load average "
-            "(1/5/15 min) at the start: %s.\n\n"
+            "Run: %s on \"%s\", %ld online CPUs; %s, kernel %s, %d threads; tuning "
+            "environment: %s. Load average (1/5/15 min) at the start: %s.\n\n"
             "Model: `%s` (%s, %d layers, d_model %d, %d heads / %d KV heads × %d, FFN %d, "
             "vocab %d), loaded in %.1f s.\n\n",
             date, cpu, sysconf(_SC_NPROCESSORS_ONLN), openblas_get_config(),
-            openblas_get_num_threads(), load, model_path, lms_arch_name(c->arch), c->n_layers,
-            c->d_model, c->n_heads, c->n_kv_heads, c->head_dim, c->d_ff, c->vocab_size,
-            load_seconds);
+            openblas_get_corename(), openblas_get_num_threads(), env, load, model_path,
+            lms_arch_name(c->arch), c->n_layers, c->d_model, c->n_heads, c->n_kv_heads, c->head_dim,
+            c->d_ff, c->vocab_size, load_seconds);
 }
 
 void report_footer(report *r)
