@@ -7,33 +7,32 @@
 #include <stdint.h>
 #include <string.h>
 
-/* AVX2 and baseline clones of the hot loops (ifunc-dispatched) with GCC;
- * plain functions with clang 14 (whose clones do not link from a static
- * library) and under the sanitizers. */
+/* AVX-512, AVX2 and baseline clones of the hot loops (ifunc-dispatched)
+ * with GCC; plain functions with clang 14 (whose clones do not link from a
+ * static library) and under the sanitizers. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                             \
     !defined(__SANITIZE_ADDRESS__)
-#define HOT __attribute__((target_clones("avx2", "default")))
+#define HOT __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define HOT
 #endif
 
-void vec_rmsnorm(float *y, const float *x, const float *w, int32_t n, float eps)
-{
-    double ss = 0.0;
-    for (int32_t i = 0; i < n; i++)
-        ss += (double)x[i] * x[i];
-    float inv = (float)(1.0 / sqrt(ss / n + eps));
-    for (int32_t i = 0; i < n; i++)
-        y[i] = x[i] * inv * w[i];
-}
+/* Reductions keep LANES partial results, element i going to lane i % LANES,
+ * combined in a fixed tree at the end: the compiler can vectorise them
+ * without reassociating anything, and the order depends only on n. */
+#define LANES 16
 
 /* exp(x) for x <= 0 (softmax arguments), Cephes-style: x = k ln2 + r,
- * |r| <= ln2/2, exp(r) by a degree-6 polynomial, 2^k through the exponent. */
+ * |r| <= ln2/2, exp(r) by a degree-6 polynomial, 2^k through the exponent.
+ * Branch-free so that it vectorises: k is rounded to nearest by adding
+ * 1.5·2^23, and arguments below -87 (exp underflows; -inf too) are clamped
+ * for the arithmetic, then give exactly 0. NaN stays NaN. */
 static inline float exp_nonpositive(float x)
 {
-    if (x < -87.0f) return 0.0f; /* also -inf; exp(-87) is subnormal-adjacent */
-    float k = floorf(x * 1.44269504088896341f + 0.5f);
-    float r = x - k * 0.693359375f;
+    const float round_magic = 12582912.0f;
+    float xc = x > -87.0f ? x : -87.0f;
+    float k = (xc * 1.44269504088896341f + round_magic) - round_magic;
+    float r = xc - k * 0.693359375f;
     r = r - k * -2.12194440e-4f;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
@@ -45,25 +44,63 @@ static inline float exp_nonpositive(float x)
     int32_t bits = ((int32_t)k + 127) << 23;
     float scale;
     memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
+    float e = p * scale;
+    return x >= -87.0f ? e : x == x ? 0.0f : x;
+}
+
+static double sum_lanes_double(const double *acc)
+{
+    double s[LANES];
+    memcpy(s, acc, sizeof s);
+    for (int w = LANES / 2; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++)
+            s[l] += s[l + w];
+    return s[0];
+}
+
+HOT void vec_rmsnorm(float *y, const float *x, const float *w, int32_t n, float eps)
+{
+    double acc[LANES] = {0};
+    int32_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int l = 0; l < LANES; l++)
+            acc[l] += (double)x[i + l] * x[i + l];
+    for (int l = 0; i < n; i++, l++)
+        acc[l] += (double)x[i] * x[i];
+    float inv = (float)(1.0 / sqrt(sum_lanes_double(acc) / n + eps));
+    for (int32_t i = 0; i < n; i++)
+        y[i] = x[i] * inv * w[i];
 }
 
 HOT double vec_exp_shifted(float *x, int32_t n, float max)
 {
     for (int32_t i = 0; i < n; i++)
         x[i] = exp_nonpositive(x[i] - max);
-    double sum = 0.0;
-    for (int32_t i = 0; i < n; i++)
-        sum += x[i];
-    return sum;
+    double acc[LANES] = {0};
+    int32_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int l = 0; l < LANES; l++)
+            acc[l] += x[i + l];
+    for (int l = 0; i < n; i++, l++)
+        acc[l] += x[i];
+    return sum_lanes_double(acc);
 }
 
 HOT float vec_max(const float *x, int32_t n)
 {
-    float m = -INFINITY;
-    for (int32_t i = 0; i < n; i++)
-        m = x[i] > m ? x[i] : m;
-    return m;
+    float m[LANES];
+    for (int l = 0; l < LANES; l++)
+        m[l] = -INFINITY;
+    int32_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int l = 0; l < LANES; l++)
+            m[l] = x[i + l] > m[l] ? x[i + l] : m[l];
+    for (int l = 0; i < n; i++, l++)
+        m[l] = x[i] > m[l] ? x[i] : m[l];
+    for (int w = LANES / 2; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++)
+            m[l] = m[l + w] > m[l] ? m[l + w] : m[l];
+    return m[0];
 }
 
 HOT void vec_scale(float *x, int32_t n, float s)
