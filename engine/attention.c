@@ -54,11 +54,7 @@ struct attn_plan {
     int32_t max_own_keys; /* widest own-key span */
     int32_t max_shared;   /* most shared keys (cached included) */
     uint8_t *mask;        /* dense mode: [n_rows × n_rows], 1 = visible */
-    double flops;         /* estimated, all heads: decides whether to go parallel */
 };
-
-/* Below this much work one layer's attention runs on one thread. */
-#define PARALLEL_MIN_FLOPS 4e6
 
 static void add_block(attn_plan *p, int32_t r0, int32_t r1, int32_t shared)
 {
@@ -70,7 +66,6 @@ static void add_block(attn_plan *p, int32_t r0, int32_t r1, int32_t shared)
     b->end_piece = p->n_pieces;
     if (r1 - r0 > p->max_rows) p->max_rows = r1 - r0;
     if (shared + p->cached > p->max_shared) p->max_shared = shared + p->cached;
-    p->flops += 4.0 * (r1 - r0) * (shared + p->cached) * p->geo.head_dim * p->geo.n_heads;
 }
 
 static void add_piece(attn_plan *p, int32_t a, int32_t b, int32_t own0)
@@ -81,7 +76,6 @@ static void add_piece(attn_plan *p, int32_t a, int32_t b, int32_t own0)
     pc->own0 = own0;
     p->blocks[p->n_blocks - 1].end_piece = p->n_pieces;
     if (b - own0 > p->max_own_keys) p->max_own_keys = b - own0;
-    p->flops += 4.0 * (b - a) * (b - own0) * p->geo.head_dim * p->geo.n_heads;
 }
 
 static lms_status check_layout(const attn_layout *l, lms_error *err)
@@ -142,7 +136,6 @@ lms_status attn_plan_create(const attn_layout *l, const attn_geometry *geo, int3
             add_block(p, r0, r1, 0);
         }
         p->max_shared = l->n_rows + cached_rows;
-        p->flops = 4.0 * l->n_rows * p->max_shared * geo->head_dim * geo->n_heads;
         *out = p;
         return LMS_OK;
     }
@@ -362,8 +355,12 @@ lms_status attn_run(const attn_plan *p, const float *q, const float *k, const fl
     if (!scratch)
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for attention scratch");
     const int64_t n_work = (int64_t)p->n_blocks * geo->n_kv_heads;
-#pragma omp parallel for schedule(dynamic, 1)                                                      \
-    num_threads(n_threads) if (p->flops >= PARALLEL_MIN_FLOPS)
+    /* Always inside a parallel region, however small the batch: OpenBLAS
+     * runs single-threaded there, and a threaded call of the same shape can
+     * round differently (seen with the Haswell kernel at 384 rows), so going
+     * parallel only above some total work would let the other items decide
+     * how an item's shared-key products are computed. */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads)
     for (int64_t w = 0; w < n_work; w++) {
         const attn_block *blk = &p->blocks[w / geo->n_kv_heads];
         const int32_t g = (int32_t)(w % geo->n_kv_heads);

@@ -4,6 +4,7 @@
  *
  *   lmscore-local --model PATH --request FILE|- [--algorithm NAME]
  *                 [--delimiter ID] [--max-packed-tokens N] [--repeat N]
+ *                 [--prefix-cache-mib N]
  *
  * The request is JSON: {"query": [ids] | "text", "items": [[ids] | "text",
  * ...], "label_token_ids": [ids] (or "label_texts": ["text", ...]),
@@ -34,7 +35,11 @@ static int usage(void)
 {
     fprintf(stderr, "usage: lmscore-local --model PATH --request FILE|- [--algorithm "
                     "auto|serial|packed_dense|packed_segment|prefill_extend]\n"
-                    "                     [--delimiter ID] [--max-packed-tokens N] [--repeat N]\n");
+                    "                     [--delimiter ID] [--max-packed-tokens N] [--repeat N]\n"
+                    "                     [--prefix-cache-mib N]\n"
+                    "--repeat N scores the request N times and reports the last run's seconds\n"
+                    "(with a prefix cache large enough for the query, runs after the first are\n"
+                    "warm).\n");
     return 1;
 }
 
@@ -239,6 +244,8 @@ int main(int argc, char **argv)
             opt.max_sequence_tokens = atoi(val);
         else if (!strcmp(a, "--repeat"))
             repeat = atoi(val);
+        else if (!strcmp(a, "--prefix-cache-mib"))
+            opt.prefix_cache_bytes = (size_t)strtoull(val, NULL, 10) << 20;
         else
             return usage();
     }
