@@ -54,6 +54,9 @@ struct attn_plan {
     int32_t max_own_keys; /* widest own-key span */
     int32_t max_shared;   /* most shared keys (cached included) */
     uint8_t *mask;        /* dense mode: [n_rows × n_rows], 1 = visible */
+    int n_threads;
+    size_t scratch_floats; /* per thread */
+    float *scratch;        /* [n_threads × scratch_floats], reused by every layer */
 };
 
 static void add_block(attn_plan *p, int32_t r0, int32_t r1, int32_t shared)
@@ -106,6 +109,39 @@ static void build_mask(attn_plan *p, const attn_layout *l)
         }
 }
 
+/* Floats of scratch one thread needs: the dense mode's score row and Kᵀ, or
+ * the segment mode's block scores. */
+static size_t thread_scratch_floats(const attn_plan *p)
+{
+    const size_t mc = (size_t)p->geo.block_rows, hd = (size_t)p->geo.head_dim;
+    if (p->mask) return (size_t)(p->cached + p->n_rows) * (1 + hd);
+    return mc * ((size_t)p->max_shared + hd) + (size_t)p->max_rows * (size_t)p->max_own_keys;
+}
+
+/* Once per plan, not per layer: a fresh multi-megabyte buffer per layer
+ * came back as new zeroed pages every time (4% of an extend's time in the
+ * kernel's page clearing). */
+static lms_status alloc_scratch(attn_plan *p, lms_error *err)
+{
+    p->n_threads = omp_get_max_threads();
+    p->scratch_floats = thread_scratch_floats(p);
+    p->scratch = lms_alloc((size_t)p->n_threads * p->scratch_floats * sizeof(float) + 64);
+    if (!p->scratch)
+        return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for attention scratch");
+    return LMS_OK;
+}
+
+static lms_status finish_plan(attn_plan *p, attn_plan **out, lms_error *err)
+{
+    lms_status st = alloc_scratch(p, err);
+    if (st != LMS_OK) {
+        attn_plan_free(p);
+        return st;
+    }
+    *out = p;
+    return LMS_OK;
+}
+
 lms_status attn_plan_create(const attn_layout *l, const attn_geometry *geo, int32_t cached_rows,
                             attn_plan **out, lms_error *err)
 {
@@ -136,8 +172,7 @@ lms_status attn_plan_create(const attn_layout *l, const attn_geometry *geo, int3
             add_block(p, r0, r1, 0);
         }
         p->max_shared = l->n_rows + cached_rows;
-        *out = p;
-        return LMS_OK;
+        return finish_plan(p, out, err);
     }
 
     /* The causal prefix, in blocks of br rows; the last one runs up to the
@@ -175,8 +210,7 @@ lms_status attn_plan_create(const attn_layout *l, const attn_geometry *geo, int3
             add_piece(p, l->seg_begin[i], l->seg_end[i], l->seg_begin[i]);
         s = e + 1;
     }
-    *out = p;
-    return LMS_OK;
+    return finish_plan(p, out, err);
 nomem:
     attn_plan_free(p);
     return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for an attention plan");
@@ -188,16 +222,8 @@ void attn_plan_free(attn_plan *p)
     free(p->blocks);
     free(p->pieces);
     lms_free(p->mask);
+    lms_free(p->scratch);
     free(p);
-}
-
-/* Floats of scratch one thread needs: the dense mode's score row and Kᵀ, or
- * the segment mode's block scores. */
-static size_t thread_scratch_floats(const attn_plan *p)
-{
-    const size_t mc = (size_t)p->geo.block_rows, hd = (size_t)p->geo.head_dim;
-    if (p->mask) return (size_t)(p->cached + p->n_rows) * (1 + hd);
-    return mc * ((size_t)p->max_shared + hd) + (size_t)p->max_rows * (size_t)p->max_own_keys;
 }
 
 typedef struct {
@@ -333,8 +359,8 @@ static void block_head_dense(const attn_plan *p, const attn_block *blk, const at
     }
 }
 
-lms_status attn_run(const attn_plan *p, const float *q, const float *k, const float *v,
-                    const float *ck, const float *cv, float *out, lms_error *err)
+void attn_run(const attn_plan *p, const float *q, const float *k, const float *v, const float *ck,
+              const float *cv, float *out)
 {
     const attn_geometry *geo = &p->geo;
     const int32_t group = geo->n_heads / geo->n_kv_heads;
@@ -349,22 +375,18 @@ lms_status attn_run(const attn_plan *p, const float *q, const float *k, const fl
         .kv_stride = geo->n_kv_heads * geo->head_dim,
         .scale = 1.0f / sqrtf((float)geo->head_dim),
     };
-    const int n_threads = omp_get_max_threads();
-    const size_t per_thread = thread_scratch_floats(p);
-    float *scratch = lms_alloc((size_t)n_threads * per_thread * sizeof(float) + 64);
-    if (!scratch)
-        return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for attention scratch");
+    const size_t per_thread = p->scratch_floats;
     const int64_t n_work = (int64_t)p->n_blocks * geo->n_kv_heads;
     /* Always inside a parallel region, however small the batch: OpenBLAS
      * runs single-threaded there, and a threaded call of the same shape can
      * round differently (seen with the Haswell kernel at 384 rows), so going
      * parallel only above some total work would let the other items decide
      * how an item's shared-key products are computed. */
-#pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(p->n_threads)
     for (int64_t w = 0; w < n_work; w++) {
         const attn_block *blk = &p->blocks[w / geo->n_kv_heads];
         const int32_t g = (int32_t)(w % geo->n_kv_heads);
-        float *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
+        float *mine = p->scratch + (size_t)omp_get_thread_num() * per_thread;
         if (p->mask) {
             float *kt = mine + (size_t)(p->cached + p->n_rows);
             transpose_keys(p, &io, g, kt);
@@ -375,6 +397,4 @@ lms_status attn_run(const attn_plan *p, const float *q, const float *k, const fl
                 block_head_segment(p, blk, &io, h, g, mine);
         }
     }
-    lms_free(scratch);
-    return LMS_OK;
 }

@@ -38,8 +38,9 @@ typedef struct {
 
 typedef struct attn_plan attn_plan;
 
-/* Splits the batch into row blocks (once per forward pass; reused per layer).
- * Fails with LMS_ERR_INVALID_ARGUMENT (reason NULL) on an inconsistent layout. */
+/* Splits the batch into row blocks and allocates the threads' scratch (once
+ * per forward pass; reused by every layer). Fails with LMS_ERR_INVALID_ARGUMENT (reason NULL) on an
+ * inconsistent layout. */
 lms_status attn_plan_create(const attn_layout *layout, const attn_geometry *geo,
                             int32_t cached_rows, attn_plan **out, lms_error *err);
 void attn_plan_free(attn_plan *plan);
@@ -47,8 +48,9 @@ void attn_plan_free(attn_plan *plan);
 /* out[r] = attention of q[r] over the visible keys. q and out are
  * [n_rows × n_heads*head_dim], and q has block_rows more readable rows past
  * n_rows (their values do not matter); k, v are [n_rows × n_kv_heads*head_dim];
- * ck, cv are the cached rows (cached_rows × kv_dim, may be NULL when 0). */
-lms_status attn_run(const attn_plan *plan, const float *q, const float *k, const float *v,
-                    const float *ck, const float *cv, float *out, lms_error *err);
+ * ck, cv are the cached rows (cached_rows × kv_dim, may be NULL when 0).
+ * Uses the plan's scratch: one attn_run per plan at a time. */
+void attn_run(const attn_plan *plan, const float *q, const float *k, const float *v,
+              const float *ck, const float *cv, float *out);
 
 #endif
