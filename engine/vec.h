@@ -5,8 +5,10 @@
  * Each result element is computed by the same sequence of IEEE operations
  * whatever its index (no reassociation, no contraction: the build uses
  * -ffp-contract=off), so a row's result never depends on where it sits in a
- * batch. The hot ones are compiled for AVX2 and for baseline x86-64, chosen
- * at load time.
+ * batch. The hot ones are compiled for x86-64-v4 (AVX-512), AVX2 and
+ * baseline x86-64, chosen at load time; they are written so that the
+ * compiler vectorises them without reassociating anything (reductions keep
+ * fixed lanes).
  */
 #ifndef LMS_VEC_H
 #define LMS_VEC_H
