@@ -51,11 +51,11 @@ struct call {
     call_tag recv_tag, send_tag, status_tag, close_tag;
 };
 
-static int64_t g_max_send_bytes = INT64_MAX;
+static int64_t g_max_message_bytes = INT64_MAX;
 
-void call_layer_init(int64_t max_send_bytes)
+void call_layer_init(int64_t max_message_bytes)
 {
-    g_max_send_bytes = max_send_bytes;
+    g_max_message_bytes = max_message_bytes;
 }
 
 void *call_ctx(const call *c)
@@ -232,12 +232,12 @@ void call_finish(call *c, const rpc_status *st)
 static grpc_byte_buffer *pack(call *c, const ProtobufCMessage *msg)
 {
     size_t len = protobuf_c_message_get_packed_size(msg);
-    if ((int64_t)len > g_max_send_bytes) {
+    if ((int64_t)len > g_max_message_bytes) {
         rpc_status st;
         rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, "response_too_large", NULL,
                        "the response (%zu bytes) exceeds the server's max message size (%lld "
                        "bytes); score fewer items per call or use ScoreStream",
-                       len, (long long)g_max_send_bytes);
+                       len, (long long)g_max_message_bytes);
         call_finish(c, &st);
         return NULL;
     }
@@ -331,6 +331,15 @@ static void on_recv_done(cq_tag *tag, bool ok)
     c->recv_buf = NULL;
     if (!ok) {
         /* the call is gone; on_close reports it */
+    } else if (bb && (int64_t)grpc_byte_buffer_length(bb) > g_max_message_bytes) {
+        /* The core delivers any size (server.c lifts its limit) so that the
+         * refusal can carry details; it has buffered the message either way. */
+        rpc_status st;
+        rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, "message_too_large", NULL,
+                       "the request message (%zu bytes) exceeds the server's max message size "
+                       "(%lld bytes); send fewer items per call, or stream them with ScoreItems",
+                       grpc_byte_buffer_length(bb), (long long)g_max_message_bytes);
+        call_finish(c, &st);
     } else if (bb) {
         grpc_byte_buffer_reader reader;
         if (grpc_byte_buffer_reader_init(&reader, bb)) {

@@ -55,9 +55,11 @@ typedef struct call_handler {
 
 typedef enum { CALL_SENT, CALL_BUSY, CALL_CLOSED } call_send_result;
 
-/* Largest message the daemon sends; bigger responses end the call with
- * RESOURCE_EXHAUSTED (reason response_too_large). Set once at startup. */
-void call_layer_init(int64_t max_send_bytes);
+/* Largest message the daemon receives or sends, set once at startup: a
+ * bigger request message ends its call with RESOURCE_EXHAUSTED (reason
+ * message_too_large) before any handler sees it, a bigger response with
+ * RESOURCE_EXHAUSTED (reason response_too_large). */
+void call_layer_init(int64_t max_message_bytes);
 
 /* For the server: takes over gc (one reference) and starts the handler's
  * batches. A NULL handler answers UNIMPLEMENTED. */

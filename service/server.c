@@ -171,10 +171,14 @@ lms_status server_start(const server_options *opt, const call_handler *const *ha
     pthread_cond_init(&s->shutdown.cv, NULL);
     s->shutdown.base.done = on_shutdown;
 
+    /* No receive limit in the core: the call layer enforces
+     * max_message_bytes itself, with an ErrorInfo (message_too_large) that a
+     * refusal by the core could not carry. The core checks a message's size
+     * only once all of it has arrived, so this buffers nothing more. */
     grpc_arg args[3];
     args[0].type = GRPC_ARG_INTEGER;
     args[0].key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
-    args[0].value.integer = (int)opt->max_message_bytes;
+    args[0].value.integer = -1;
     args[1].type = GRPC_ARG_INTEGER;
     args[1].key = GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
     args[1].value.integer = (int)opt->max_message_bytes;

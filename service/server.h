@@ -16,7 +16,7 @@ typedef struct {
     const char *listen;   /* host:port; port 0 picks one */
     const char *tls_cert; /* PEM file paths, both NULL/empty for plaintext */
     const char *tls_key;
-    int64_t max_message_bytes;
+    int64_t max_message_bytes; /* sent; received ones are the call layer's check */
 } server_options;
 
 typedef struct server server;

@@ -10,6 +10,7 @@ import time
 import grpc
 import pytest
 
+from grpc_health.v1 import health_pb2
 from harness import Daemon, LMSCORED_TEST_HOOKS, MODEL, error_info, text, tokens
 from lmscore.v1 import score_pb2, score_pb2_grpc
 
@@ -119,10 +120,35 @@ def test_malformed_messages(daemon):
         expect_error(lambda: raw(b"\x0a\x05ab", timeout=60), INVALID, "malformed_request")
 
 
-def test_message_size_limits(stub):
-    # a request over --max-message-bytes is refused by the transport
+def test_message_size_limits(daemon, stub):
+    # a request over --max-message-bytes (4096 here) is refused with its size
+    # and the limit in the message, and the reason in the ErrorInfo ...
     big = score_request(items=[tokens(list(range(1000, 4000)))])
-    expect_error(lambda: stub.Score(big, timeout=60), grpc.StatusCode.RESOURCE_EXHAUSTED, None)
+    size = big.ByteSize()
+    assert size > 4096
+    err = expect_error(lambda: stub.Score(big, timeout=60), grpc.StatusCode.RESOURCE_EXHAUSTED,
+                       "message_too_large")
+    assert f"({size} bytes)" in err.details() and "(4096 bytes)" in err.details()
+    # ... on every method, one byte over the limit; a message of exactly the
+    # limit is decoded and answered (an unknown health service: NOT_FOUND)
+    with daemon.channel() as ch:
+        check = ch.unary_unary("/grpc.health.v1.Health/Check",
+                               request_serializer=health_pb2.HealthCheckRequest.SerializeToString)
+        at_limit = health_pb2.HealthCheckRequest(service="s" * 4093)
+        assert at_limit.ByteSize() == 4096
+        expect_error(lambda: check(at_limit, timeout=60), grpc.StatusCode.NOT_FOUND, None)
+        over = health_pb2.HealthCheckRequest(service="s" * 4094)
+        assert over.ByteSize() == 4097
+        expect_error(lambda: check(over, timeout=60), grpc.StatusCode.RESOURCE_EXHAUSTED,
+                     "message_too_large")
+    # ... and in a stream: a ScoreItems batch over the limit ends the stream
+    header = score_pb2.ScoreItemsRequest(header=score_pb2.ScoreItemsHeader(
+        query=tokens([1, 2]), label_token_ids=[6]))
+    small = score_pb2.ScoreItemsRequest(items=score_pb2.ItemBatch(items=[tokens([4])]))
+    huge = score_pb2.ScoreItemsRequest(items=score_pb2.ItemBatch(
+        items=[tokens(list(range(1000, 4000)))]))
+    expect_error(lambda: list(stub.ScoreItems(iter([header, small, huge, small]), timeout=60)),
+                 grpc.StatusCode.RESOURCE_EXHAUSTED, "message_too_large")
     # a response over it is refused with a reason pointing at ScoreStream
     many_labels = list(range(10, 138))
     req = score_request(items=[tokens([4])] * 8, label_token_ids=many_labels, return_logprobs=True)
