@@ -2,42 +2,71 @@
 reads what lmscored says: READY=1 only after the model is loaded, STATUS=
 lines, WATCHDOG=1 every half WATCHDOG_USEC, STOPPING=1 on SIGTERM with every
 in-flight call answered; with a stalled worker (test hook) the pings stop.
+
+Logs under systemd: libsystemd sends journal records to the fixed path
+/run/systemd/journal/socket, so the daemon runs in a private mount namespace
+(unshare -rm) where that directory is the test's own and the socket in it is
+the test's; JOURNAL_STREAM names the daemon's stderr, as systemd sets it.
 """
+import os
+import signal
 import socket
 import statistics
+import subprocess
 import threading
 import time
 
-from harness import Daemon, LMSCORED_TEST_HOOKS, tokens
+import grpc
+import pytest
+
+from harness import Daemon, LMSCORED, LMSCORED_TEST_HOOKS, MODEL, START_TIMEOUT, tokens
 from lmscore.v1 import score_pb2, score_pb2_grpc
 
 WATCHDOG_S = 2.0
 
 
-class NotifySocket:
+class DatagramSocket:
+    """A unix datagram socket bound at path, read on a thread: parse(data,
+    ancillary) turns each datagram into the entries appended to items."""
+
     def __init__(self, path):
         self.path = path
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.bind(path)
-        self.messages = []  # (monotonic time, line)
-        self.lock = threading.Lock()
+        self.items = []
+        self.cv = threading.Condition()
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
 
     def _read(self):
         while True:
             try:
-                data = self.sock.recv(4096)
+                data, anc, _, _ = self.sock.recvmsg(1 << 16, socket.CMSG_SPACE(4))
             except OSError:
                 return
-            now = time.monotonic()
-            with self.lock:
-                for line in data.decode().splitlines():
-                    self.messages.append((now, line))
+            if not data:
+                return  # close() shut the socket down
+            entries = self.parse(data, anc)
+            with self.cv:
+                self.items.extend(entries)
+                self.cv.notify_all()
+
+    def close(self):
+        self.sock.shutdown(socket.SHUT_RDWR)
+        self.thread.join(10)
+        self.sock.close()
+
+
+class NotifySocket(DatagramSocket):
+    """Stands in for systemd's NOTIFY_SOCKET: items are (monotonic time, line)."""
+
+    def parse(self, data, anc):
+        now = time.monotonic()
+        return [(now, line) for line in data.decode().splitlines()]
 
     def lines(self):
-        with self.lock:
-            return list(self.messages)
+        with self.cv:
+            return list(self.items)
 
     def times(self, line):
         return [t for t, l in self.lines() if l == line]
@@ -50,9 +79,6 @@ class NotifySocket:
                     return t
             time.sleep(0.02)
         raise AssertionError(f"no {line!r} in {self.lines()}")
-
-    def close(self):
-        self.sock.close()
 
 
 def start(tmp_path, env):
@@ -138,3 +164,152 @@ def test_stalled_worker_stops_the_pings(tmp_path):
     finally:
         d.stop_clean()
         notify.close()
+
+
+def journal_fields(data):
+    """The fields of one native-protocol journal datagram: KEY=value lines, or
+    KEY, a little-endian 64-bit size and the value for binary values."""
+    fields, i = {}, 0
+    while i < len(data):
+        nl = data.index(b"\n", i)
+        line = data[i:nl]
+        if b"=" in line:
+            key, value = line.split(b"=", 1)
+            i = nl + 1
+        else:
+            size = int.from_bytes(data[nl + 1:nl + 9], "little")
+            key, value = line, data[nl + 9:nl + 9 + size]
+            i = nl + 9 + size + 1
+        fields[key.decode()] = value.decode()
+    return fields
+
+
+class JournalSocket(DatagramSocket):
+    """Stands in for journald: the socket DIR/socket; items are records, each
+    a dict of its fields (a record too big for a datagram comes as a memfd)."""
+
+    def __init__(self, directory):
+        directory.mkdir()
+        self.dir = directory
+        super().__init__(str(directory / "socket"))
+
+    def parse(self, data, anc):
+        for level, kind, fd_bytes in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fd = int.from_bytes(fd_bytes[:4], "little")
+                data = os.pread(fd, os.fstat(fd).st_size, 0)
+                os.close(fd)
+        return [journal_fields(data)]
+
+    def wait_for(self, timeout, **match):
+        deadline = time.monotonic() + timeout
+        with self.cv:
+            while True:
+                for r in self.items:
+                    if all(r.get(k) == v for k, v in match.items()):
+                        return r
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"no record with {match} in {self.items}")
+                self.cv.wait(left)
+
+
+def can_unshare():
+    return subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs tmpfs /run"],
+                          capture_output=True).returncode == 0
+
+
+needs_unshare = pytest.mark.skipif(not can_unshare(),
+                                   reason="no private mount namespace (unshare -rm) to give "
+                                          "lmscored the test's journal socket")
+
+
+def under_journal(tmp_path, journal_dir, stream_is_stderr, *args):
+    """lmscored with /run/systemd/journal bound to journal_dir and stderr a
+    file, which JOURNAL_STREAM names (or, when not stream_is_stderr, names
+    another file: what a child whose stderr was redirected sees)."""
+    err = open(tmp_path / "stderr", "w")
+    st = os.fstat(err.fileno()) if stream_is_stderr else os.stat(tmp_path)
+    env = dict(os.environ, JOURNAL_STREAM=f"{st.st_dev}:{st.st_ino}")
+    script = ('mount -t tmpfs tmpfs /run && mkdir -p /run/systemd/journal && '
+              'mount --bind "$0" /run/systemd/journal && exec "$@"')
+    proc = subprocess.Popen(["unshare", "-rm", "sh", "-c", script, str(journal_dir), LMSCORED,
+                             "--model", MODEL, "--listen", "127.0.0.1:0", *args],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                            env=env)
+    err.close()
+    return proc
+
+
+def stop(proc):
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@needs_unshare
+def test_logs_go_to_the_journal_under_systemd(tmp_path):
+    journal = JournalSocket(tmp_path / "journal")
+    proc = under_journal(tmp_path, journal.dir, True, "--log-level", "debug")
+    try:
+        listening = journal.wait_for(START_TIMEOUT, MESSAGE="listening")
+        # every record: the message, its syslog priority, the identifier, and
+        # the record's fields as upper-case journal fields
+        assert listening["PRIORITY"] == "6"
+        assert listening["SYSLOG_IDENTIFIER"] == "lmscored"
+        assert listening["ADDRESS"] == "127.0.0.1:0" and listening["TLS"] == "off"
+        journal.wait_for(START_TIMEOUT, MESSAGE="serving")
+        with grpc.insecure_channel(f"127.0.0.1:{int(listening['PORT'])}") as ch:
+            stub = score_pb2_grpc.ScoreServiceStub(ch)
+            assert stub.Score(request(2), timeout=120).items
+        done = journal.wait_for(60, MESSAGE="call finished",
+                                METHOD="/lmscore.v1.ScoreService/Score")
+        assert done["PRIORITY"] == "7" and done["CODE"] == "OK" and float(done["MS"]) > 0
+        scored = journal.wait_for(60, MESSAGE="scored")
+        assert scored["ITEMS"] == "2" and scored["ALGORITHM"] == "serial"
+        assert stop(proc) == 0
+        journal.wait_for(10, MESSAGE="stopped")
+        assert (tmp_path / "stderr").read_text() == ""  # nothing went to stderr
+    finally:
+        if proc.poll() is None:
+            stop(proc)
+        journal.close()
+
+
+@needs_unshare
+@pytest.mark.parametrize("case", ["stderr_redirected", "journald_gone"])
+def test_logs_stay_on_stderr_without_the_journal(tmp_path, case):
+    # JOURNAL_STREAM naming another file than stderr, or a journal socket
+    # nobody listens on any more (sending is refused): the records go to
+    # stderr as logfmt. (With no socket file at all libsystemd drops records
+    # without an error, by design; that case is not tested.)
+    journal_dir = tmp_path / "journal"
+    if case == "journald_gone":
+        journal_dir.mkdir()
+        gone = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        gone.bind(str(journal_dir / "socket"))
+        gone.close()  # the socket file stays, and sending to it is refused
+        journal = None
+    else:
+        journal = JournalSocket(journal_dir)
+    proc = under_journal(tmp_path, journal_dir, case == "journald_gone")
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while 'msg="serving"' not in (tmp_path / "stderr").read_text():
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        assert stop(proc) == 0
+        log = (tmp_path / "stderr").read_text()
+        assert 'level=info msg="listening" address=127.0.0.1:0 port=' in log
+        assert 'msg="stopped"' in log
+        if journal:
+            assert journal.items == []
+    finally:
+        if proc.poll() is None:
+            stop(proc)
+        if journal:
+            journal.close()
