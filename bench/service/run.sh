@@ -1,5 +1,5 @@
 #!/bin/sh
-# run.sh — the service benchmark (`make bench` calls it; docs/operations.md
+# run.sh — the service benchmark (`make bench` calls it; docs/benchmarks.md
 # has the numbers): unary Score with 10 items over gRPC on loopback against
 # the same request in-process, p50/p99 and the difference.
 #   bench/service/run.sh BUILD_DIR [MODEL]
