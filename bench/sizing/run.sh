@@ -1,0 +1,87 @@
+#!/bin/sh
+# run.sh — the replica-sizing numbers of docs/deployment.md: one lmscored
+# configured as the Kubernetes manifests configure a pod (OMP_NUM_THREADS =
+# the CPUs it may use, default workers), driven by `lmscore bench` over
+# loopback for each request shape of the table, at 1 and 2 calls in flight;
+# the better throughput is the replica's. `make bench` calls it.
+#
+#   bench/sizing/run.sh BUILD_DIR
+#
+# SIZING_DURATION (environment, seconds, default 30) is each measurement's
+# length. Prints a Markdown table in the layout of docs/deployment.md.
+set -eu
+build=$1
+duration=${SIZING_DURATION:-30}
+cpus=$(nproc)
+export OMP_NUM_THREADS="$cpus"
+cli=$build/clients/c/lmscore
+[ -x "$cli" ] || { echo "run.sh: $cli is missing (build the clients)" >&2; exit 1; }
+
+# Starts lmscored on MODEL, sets $pid and $port.
+start_daemon() {
+    log=$(mktemp)
+    "$build/service/lmscored" --model "$1" --listen 127.0.0.1:0 2>"$log" &
+    pid=$!
+    port=""
+    for _ in $(seq 1 1200); do
+        if grep -q 'msg="serving"' "$log"; then
+            port=$(sed -n 's/.*msg="listening".* port=\([0-9]*\).*/\1/p' "$log")
+            break
+        fi
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if [ -z "$port" ]; then
+        echo "run.sh: lmscored did not start on $1:" >&2
+        cat "$log" >&2
+        exit 1
+    fi
+    rm -f "$log"
+}
+
+stop_daemon() {
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+trap stop_daemon EXIT
+
+# One table row: MODEL_NAME Q N L. Runs 1 and 2 calls in flight and keeps the
+# one with more items/s.
+row() {
+    runs=""
+    for c in 1 2; do
+        runs="$runs$("$cli" bench --target "127.0.0.1:$port" --concurrency "$c" \
+            --duration "$duration" --warmup 3 --query-tokens "$2" --items "$3" \
+            --item-tokens "$4" --labels 2 --json)
+"
+    done
+    printf '%s' "$runs" | /usr/bin/python3 -c '
+import json, math, sys
+name, cpus = sys.argv[1], sys.argv[2]
+runs = [json.loads(line) for line in sys.stdin if line.strip()]
+for r in runs:
+    if r["errors"] or r["requests"] < 5:
+        sys.exit("run.sh: %s: %d requests, errors %s (raise SIZING_DURATION)"
+                 % (name, r["requests"], r["errors"]))
+r = max(runs, key=lambda r: r["items_per_s"])
+ips, lat = r["items_per_s"], r["latency_ms"]
+need = lambda target: math.ceil(target / (ips * 0.7)) + 1
+print("| %s | %s | %d | %d × %d | %.1f (%d in flight) | %.0f / %.0f | %d | %d |" % (
+    name, cpus, r["query_tokens"], r["items"], r["item_tokens"], ips, r["concurrency"],
+    lat["p50"], lat["p99"], need(1000), need(10000)))
+' "$1" "$cpus"
+}
+
+echo "Sizing: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $cpus CPUs," \
+    "OMP_NUM_THREADS=$cpus, lmscored default workers, ${duration} s per measurement," \
+    "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "| model | CPU per replica | Q | N × L | items/s per replica | p50 / p99 ms | replicas for 1,000 items/s | for 10,000 items/s |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+start_daemon "$build/models/qwen3-0.6b.gguf"
+row qwen3-0.6b 64 32 16
+row qwen3-0.6b 256 100 8
+stop_daemon
+start_daemon "$build/models/tiny-qwen3.gguf"
+row "tiny-qwen3 (demo)" 32 16 8
+stop_daemon
