@@ -1,8 +1,8 @@
 # The benchmarks (docs/benchmarks.md):
 #   bench_engine   the engine benchmark program (bench/engine/)
 #   bench          `make bench`: the engine benchmarks on models/qwen3-0.6b.gguf,
-#                  then bench/tokenizer/run.sh and bench/service/run.sh when they
-#                  exist; results in ${CMAKE_BINARY_DIR}/bench-results/, and the
+#                  then bench/tokenizer/run.sh, bench/service/run.sh (on
+#                  tiny-qwen3) and bench/sizing/run.sh; results in ${CMAKE_BINARY_DIR}/bench-results/, and the
 #                  CSVs and the plot copied to docs/bench/.
 # ctest bench.engine_smoke runs the program on tiny shapes with tiny-qwen3.
 file(GLOB BENCH_ENGINE_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bench/engine/*.c)
@@ -13,7 +13,7 @@ set(LMSCORE_BENCH_RESULTS ${CMAKE_BINARY_DIR}/bench-results)
 add_custom_target(bench
   COMMAND sh ${CMAKE_SOURCE_DIR}/bench/engine/run-all.sh ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}
           ${LMSCORE_BENCH_RESULTS}
-  DEPENDS bench_engine model-qwen3-0.6b
+  DEPENDS bench_engine model-qwen3-0.6b models
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
   USES_TERMINAL
   VERBATIM)
