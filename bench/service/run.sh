@@ -14,24 +14,10 @@ set -eu
 export OMP_NUM_THREADS=1
 build=$1
 model=${2:-$build/models/tiny-qwen3.gguf}
-log=$(mktemp)
-"$build/service/lmscored" --model "$model" --listen 127.0.0.1:0 --workers 1 ${LMSCORED_ARGS:-} 2>"$log" &
-pid=$!
-trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -f "$log"' EXIT
-port=""
-for _ in $(seq 1 600); do
-    if grep -q 'msg="serving"' "$log"; then
-        port=$(sed -n 's/.*msg="listening".* port=\([0-9]*\).*/\1/p' "$log")
-        break
-    fi
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-done
-if [ -z "$port" ]; then
-    echo "run.sh: lmscored did not start:" >&2
-    cat "$log" >&2
-    exit 1
-fi
+# shellcheck source=bench/lmscored.sh
+. "$(dirname "$0")/../lmscored.sh"
+# shellcheck disable=SC2086 # LMSCORED_ARGS is a list of words
+lmscored_start "$build" "$model" --workers 1 ${LMSCORED_ARGS:-}
 echo "model: $model"
 # shellcheck disable=SC2086 # BENCH_SERVICE_ARGS is a list of words
 "$build/service/bench_service" --model "$model" --target "127.0.0.1:$port" ${BENCH_SERVICE_ARGS:-}

@@ -17,42 +17,21 @@ export OMP_NUM_THREADS="$cpus"
 cli=$build/clients/c/lmscore
 [ -x "$cli" ] || { echo "run.sh: $cli is missing (build the clients)" >&2; exit 1; }
 
-# Starts lmscored on MODEL, sets $pid and $port.
-start_daemon() {
-    log=$(mktemp)
-    "$build/service/lmscored" --model "$1" --listen 127.0.0.1:0 2>"$log" &
-    pid=$!
-    port=""
-    for _ in $(seq 1 1200); do
-        if grep -q 'msg="serving"' "$log"; then
-            port=$(sed -n 's/.*msg="listening".* port=\([0-9]*\).*/\1/p' "$log")
-            break
-        fi
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if [ -z "$port" ]; then
-        echo "run.sh: lmscored did not start on $1:" >&2
-        cat "$log" >&2
-        exit 1
-    fi
-    rm -f "$log"
-}
-
-stop_daemon() {
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-}
-trap stop_daemon EXIT
+# shellcheck source=bench/lmscored.sh
+. "$(dirname "$0")/../lmscored.sh"
 
 # One table row: MODEL_NAME Q N L. Runs 1 and 2 calls in flight and keeps the
 # one with more items/s.
 row() {
     runs=""
     for c in 1 2; do
-        runs="$runs$("$cli" bench --target "127.0.0.1:$port" --concurrency "$c" \
+        if ! out=$("$cli" bench --target "127.0.0.1:$port" --concurrency "$c" \
             --duration "$duration" --warmup 3 --query-tokens "$2" --items "$3" \
-            --item-tokens "$4" --labels 2 --json)
+            --item-tokens "$4" --labels 2 --json); then
+            echo "run.sh: $1: lmscore bench with $c in flight failed: $out" >&2
+            continue
+        fi
+        runs="$runs$out
 "
     done
     printf '%s' "$runs" | /usr/bin/python3 -c '
@@ -85,10 +64,10 @@ echo "Sizing: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'
 echo
 echo "| model | CPU per replica | Q | N × L | items/s per replica | p50 / p99 ms | replicas for 1,000 items/s | for 10,000 items/s |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
-start_daemon "$build/models/qwen3-0.6b.gguf"
+lmscored_start "$build" "$build/models/qwen3-0.6b.gguf"
 row qwen3-0.6b 64 32 16
 row qwen3-0.6b 256 100 8
-stop_daemon
-start_daemon "$build/models/tiny-qwen3.gguf"
+lmscored_stop
+lmscored_start "$build" "$build/models/tiny-qwen3.gguf"
 row "tiny-qwen3 (demo)" 32 16 8
-stop_daemon
+lmscored_stop
