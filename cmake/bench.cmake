@@ -2,8 +2,9 @@
 #   bench_engine   the engine benchmark program (bench/engine/)
 #   bench          `make bench`: the engine benchmarks on models/qwen3-0.6b.gguf,
 #                  then bench/tokenizer/run.sh, bench/service/run.sh (on
-#                  tiny-qwen3) and bench/sizing/run.sh; results in ${CMAKE_BINARY_DIR}/bench-results/, and the
-#                  CSVs and the plot copied to docs/bench/.
+#                  tiny-qwen3) and bench/sizing/run.sh; results in
+#                  ${CMAKE_BINARY_DIR}/bench-results/, and the CSVs and the
+#                  plot copied to docs/bench/.
 # ctest bench.engine_smoke runs the program on tiny shapes with tiny-qwen3.
 file(GLOB BENCH_ENGINE_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bench/engine/*.c)
 add_executable(bench_engine ${BENCH_ENGINE_SOURCES})

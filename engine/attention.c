@@ -118,25 +118,18 @@ static size_t thread_scratch_floats(const attn_plan *p)
     return mc * ((size_t)p->max_shared + hd) + (size_t)p->max_rows * (size_t)p->max_own_keys;
 }
 
-/* Once per plan, not per layer: a fresh multi-megabyte buffer per layer
- * came back as new zeroed pages every time (4% of an extend's time in the
- * kernel's page clearing). */
-static lms_status alloc_scratch(attn_plan *p, lms_error *err)
+/* Allocates the threads' scratch and hands the plan out, or frees it. Once
+ * per plan, not per layer: a fresh multi-megabyte buffer per layer came back
+ * as new zeroed pages every time (4% of an extend's time in the kernel's
+ * page clearing). */
+static lms_status finish_plan(attn_plan *p, attn_plan **out, lms_error *err)
 {
     p->n_threads = omp_get_max_threads();
     p->scratch_floats = thread_scratch_floats(p);
-    p->scratch = lms_alloc((size_t)p->n_threads * p->scratch_floats * sizeof(float) + 64);
-    if (!p->scratch)
-        return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for attention scratch");
-    return LMS_OK;
-}
-
-static lms_status finish_plan(attn_plan *p, attn_plan **out, lms_error *err)
-{
-    lms_status st = alloc_scratch(p, err);
-    if (st != LMS_OK) {
+    p->scratch = lms_alloc((size_t)p->n_threads * p->scratch_floats * sizeof(float));
+    if (!p->scratch) {
         attn_plan_free(p);
-        return st;
+        return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for attention scratch");
     }
     *out = p;
     return LMS_OK;

@@ -39,8 +39,8 @@ typedef struct {
 typedef struct attn_plan attn_plan;
 
 /* Splits the batch into row blocks and allocates the threads' scratch (once
- * per forward pass; reused by every layer). Fails with LMS_ERR_INVALID_ARGUMENT (reason NULL) on an
- * inconsistent layout. */
+ * per forward pass; reused by every layer). Fails with LMS_ERR_INTERNAL on an
+ * inconsistent layout, LMS_ERR_NOMEM when out of memory. */
 lms_status attn_plan_create(const attn_layout *layout, const attn_geometry *geo,
                             int32_t cached_rows, attn_plan **out, lms_error *err);
 void attn_plan_free(attn_plan *plan);

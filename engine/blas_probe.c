@@ -90,11 +90,11 @@ lms_status blas_row_period(const blas_probe_shape *shapes, int n_shapes, int32_t
         if (shapes[i].k > kmax) kmax = shapes[i].k;
         if (shapes[i].n > nmax) nmax = shapes[i].n;
     }
-    /* the most rows a layout reads: 15p, or two fixed blocks */
-    int32_t pmax = CANDIDATES[N_CANDIDATES - 1];
-    size_t max_rows = 15 * (size_t)pmax > 2 * (size_t)blas_block_rows(pmax) + 2 * (size_t)pmax
-                          ? 15 * (size_t)pmax
-                          : 2 * (size_t)blas_block_rows(pmax) + 2 * (size_t)pmax;
+    /* the most rows a layout reads: 15p, or two fixed blocks and two periods */
+    const size_t pmax = (size_t)CANDIDATES[N_CANDIDATES - 1];
+    const size_t varied_rows = 15 * pmax;
+    const size_t block_layout_rows = 2 * (size_t)blas_block_rows((int32_t)pmax) + 2 * pmax;
+    const size_t max_rows = varied_rows > block_layout_rows ? varied_rows : block_layout_rows;
     float *a = lms_alloc(max_rows * kmax * sizeof(float));
     float *b = lms_alloc((size_t)nmax * kmax * sizeof(float));
     float *c_init = lms_alloc(max_rows * nmax * sizeof(float));

@@ -48,14 +48,13 @@ static inline float exp_nonpositive(float x)
     return x >= -87.0f ? e : x == x ? 0.0f : x;
 }
 
-static double sum_lanes_double(const double *acc)
+/* Folds the lanes in place, in a fixed tree. */
+static double sum_lanes_double(double *acc)
 {
-    double s[LANES];
-    memcpy(s, acc, sizeof s);
     for (int w = LANES / 2; w >= 1; w /= 2)
         for (int l = 0; l < w; l++)
-            s[l] += s[l + w];
-    return s[0];
+            acc[l] += acc[l + w];
+    return acc[0];
 }
 
 HOT void vec_rmsnorm(float *y, const float *x, const float *w, int32_t n, float eps)
