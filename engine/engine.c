@@ -125,7 +125,6 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
     st = blas_row_period(shapes, (int)(sizeof shapes / sizeof *shapes), &e->row_period, err);
     if (st != LMS_OK) goto fail;
     e->tune.block_rows = blas_block_rows(e->row_period);
-    e->tune.head_chunk = 32;
 
     e->cache = prefix_cache_create(e->opt.prefix_cache_bytes);
     if (!e->cache) {

@@ -5,7 +5,7 @@
  *   per layer:  h = rmsnorm(x); q,k,v = h·Wᵀ (+bias) ; q,k per-head norm
  *               (qwen3) ; RoPE ; x += attention(q,k,v)·Woᵀ
  *               h = rmsnorm(x); x += (silu(h·Wgᵀ) ⊙ h·Wuᵀ)·Wdᵀ
- *   score rows: rmsnorm → LM head → log-softmax → label columns
+ *   score rows: rmsnorm → LM head → log-softmax → label columns (lm_head.c)
  *
  * Every projection is one sgemm over all rows of the batch. The per-row
  * loops run under OpenMP; OpenBLAS (OpenMP flavour) shares the same pool.
@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "lm_head.h"
 #include "vec.h"
 
 /* Below this many elements a loop runs on one thread: an OpenMP region costs
@@ -74,60 +75,6 @@ static void norm_and_rope(const lms_model_config *c, float *x, int32_t rows, int
             }
         }
     }
-}
-
-/* log-softmax over the vocabulary at each of rows, keeping only the labels.
- * The logits are overwritten (exponentiated in place); the sum is in double. */
-static void label_logprobs(const lms_model_config *c, float *logits, int32_t rows,
-                           const int32_t *labels, int32_t n_labels, float *out)
-{
-    const int32_t v = c->vocab_size;
-#pragma omp parallel for if (rows > 1)
-    for (int32_t r = 0; r < rows; r++) {
-        float *l = logits + (size_t)r * v, *o = out + (size_t)r * n_labels;
-        for (int32_t j = 0; j < n_labels; j++)
-            o[j] = l[labels[j]];
-        float mx = vec_max(l, v);
-        double lse = mx + log(vec_exp_shifted(l, v, mx));
-        for (int32_t j = 0; j < n_labels; j++)
-            o[j] = (float)((double)o[j] - lse);
-    }
-}
-
-/* Final norm + LM head + label log-probs for rows of x (all of them when
- * rows is NULL), in chunks of tune->head_chunk rows. */
-static lms_status score_rows(const lms_model *m, const forward_tuning *tune, const float *x,
-                             const int32_t *rows, int32_t n_rows, const int32_t *labels,
-                             int32_t n_labels, float *out, lms_error *err)
-{
-    const lms_model_config *c = &m->cfg;
-    const int32_t d = c->d_model, chunk = tune->head_chunk;
-    float *h = lms_alloc((size_t)chunk * d * sizeof(float));
-    float *logits = lms_alloc((size_t)chunk * c->vocab_size * sizeof(float));
-    if (!h || !logits) {
-        lms_free(h);
-        lms_free(logits);
-        return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for the LM head");
-    }
-    for (int32_t s0 = 0; s0 < n_rows; s0 += chunk) {
-        int32_t n = n_rows - s0 < chunk ? n_rows - s0 : chunk;
-        for (int32_t i = 0; i < n; i++) {
-            int32_t row = rows ? rows[s0 + i] : s0 + i;
-            vec_rmsnorm(h + (size_t)i * d, x + (size_t)row * d, m->output_norm, d, c->rms_eps);
-        }
-        project(h, n, d, m->output, c->vocab_size, 0.0f, logits);
-        label_logprobs(c, logits, n, labels, n_labels, out + (size_t)s0 * n_labels);
-    }
-    lms_free(h);
-    lms_free(logits);
-    return LMS_OK;
-}
-
-lms_status forward_score_hidden(const lms_model *m, const forward_tuning *tune, const float *hidden,
-                                int32_t n_rows, const int32_t *labels, int32_t n_labels,
-                                float *label_logprobs, lms_error *err)
-{
-    return score_rows(m, tune, hidden, NULL, n_rows, labels, n_labels, label_logprobs, err);
 }
 
 lms_status forward_run(const lms_model *m, const forward_tuning *tune, const forward_batch *b,
@@ -203,8 +150,8 @@ lms_status forward_run(const lms_model *m, const forward_tuning *tune, const for
         memcpy(b->capture->last_hidden, x + (size_t)(b->layout.prefix_rows - 1) * d,
                (size_t)d * sizeof(float));
     }
-    st = score_rows(m, tune, x, b->score_rows, b->n_score_rows, b->labels, b->n_labels,
-                    b->label_logprobs, err);
+    st = lm_head_label_logprobs(m, x, b->score_rows, b->n_score_rows, b->labels, b->n_labels,
+                                b->label_logprobs, err);
 out:
     attn_plan_free(plan);
     lms_free(x);

@@ -4,7 +4,7 @@
  *
  * Rows carry their own token and RoPE position; which rows each row may see
  * is an attn_layout (attention.h). Only score rows go through the final norm
- * and the LM head, in chunks, with a full-vocabulary log-softmax per row.
+ * and the LM head with a full-vocabulary log-softmax per row (lm_head.h).
  */
 #ifndef LMS_FORWARD_H
 #define LMS_FORWARD_H
@@ -35,16 +35,9 @@ typedef struct {
 
 typedef struct {
     int32_t block_rows; /* rows of every shared-key attention product (blas_probe.h) */
-    int32_t head_chunk; /* score rows per LM-head sgemm */
 } forward_tuning;
 
 lms_status forward_run(const lms_model *m, const forward_tuning *tune, const forward_batch *b,
                        lms_error *err);
-
-/* Label log-probs of hidden states that already went through every layer
- * (e.g. a cached prefix's last row): final norm, LM head, log-softmax. */
-lms_status forward_score_hidden(const lms_model *m, const forward_tuning *tune, const float *hidden,
-                                int32_t n_rows, const int32_t *labels, int32_t n_labels,
-                                float *label_logprobs, lms_error *err);
 
 #endif

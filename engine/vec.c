@@ -7,15 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* AVX-512, AVX2 and baseline clones of the hot loops (ifunc-dispatched)
- * with GCC; plain functions with clang 14 (whose clones do not link from a
- * static library) and under the sanitizers. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                             \
-    !defined(__SANITIZE_ADDRESS__)
-#define HOT __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define HOT
-#endif
+#include "clones.h"
 
 /* Reductions keep LANES partial results, element i going to lane i % LANES,
  * combined in a fixed tree at the end: the compiler can vectorise them
@@ -57,7 +49,7 @@ static double sum_lanes_double(double *acc)
     return acc[0];
 }
 
-HOT void vec_rmsnorm(float *y, const float *x, const float *w, int32_t n, float eps)
+LMS_HOT void vec_rmsnorm(float *y, const float *x, const float *w, int32_t n, float eps)
 {
     double acc[LANES] = {0};
     int32_t i = 0;
@@ -71,7 +63,7 @@ HOT void vec_rmsnorm(float *y, const float *x, const float *w, int32_t n, float 
         y[i] = x[i] * inv * w[i];
 }
 
-HOT double vec_exp_shifted(float *x, int32_t n, float max)
+LMS_HOT double vec_exp_shifted(float *x, int32_t n, float max)
 {
     for (int32_t i = 0; i < n; i++)
         x[i] = exp_nonpositive(x[i] - max);
@@ -85,7 +77,7 @@ HOT double vec_exp_shifted(float *x, int32_t n, float max)
     return sum_lanes_double(acc);
 }
 
-HOT float vec_max(const float *x, int32_t n)
+LMS_HOT float vec_max(const float *x, int32_t n)
 {
     float m[LANES];
     for (int l = 0; l < LANES; l++)
@@ -102,13 +94,13 @@ HOT float vec_max(const float *x, int32_t n)
     return m[0];
 }
 
-HOT void vec_scale(float *x, int32_t n, float s)
+LMS_HOT void vec_scale(float *x, int32_t n, float s)
 {
     for (int32_t i = 0; i < n; i++)
         x[i] *= s;
 }
 
-HOT void vec_swiglu(float *gate, const float *up, size_t n)
+LMS_HOT void vec_swiglu(float *gate, const float *up, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         float g = gate[i];
@@ -119,7 +111,7 @@ HOT void vec_swiglu(float *gate, const float *up, size_t n)
     }
 }
 
-HOT void vec_axpy(float *y, float a, const float *x, int32_t n)
+LMS_HOT void vec_axpy(float *y, float a, const float *x, int32_t n)
 {
     for (int32_t i = 0; i < n; i++)
         y[i] += a * x[i];

@@ -7,7 +7,8 @@
 #    plot, copied to docs/bench/ (CSVs and PNG) when the whole set ran;
 # 2. bench/tokenizer/run.sh BUILD_DIR, if it exists;
 # 3. bench/service/run.sh BUILD_DIR, if it exists;
-# 4. bench/sizing/run.sh BUILD_DIR (the replica sizing of docs/deployment.md).
+# 4. bench/sizing/run.sh BUILD_DIR (the replica sizing of docs/deployment.md);
+# 5. bench/lm_head/run.sh BUILD_DIR (the LM head against an sgemm head).
 # Each part's output is also kept in RESULTS_DIR/<part>.log. A failing part
 # does not stop the others; the exit status says whether any failed.
 # BENCH_ENGINE_ARGS (environment) is passed to bench_engine, e.g.
@@ -47,7 +48,7 @@ if run_part engine "$build/bench_engine" --model "$build/models/qwen3-0.6b.gguf"
     fi
 fi
 
-for part in tokenizer service sizing; do
+for part in tokenizer service sizing lm_head; do
     if [ -f "$src/bench/$part/run.sh" ]; then
         run_part "$part" sh "$src/bench/$part/run.sh" "$build"
     else
