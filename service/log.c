@@ -5,6 +5,7 @@
 #include "log.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 #define SD_JOURNAL_SUPPRESS_LOCATION
 #include <systemd/sd-journal.h>
@@ -106,19 +108,45 @@ void log_int(log_record *r, const char *key, int64_t value)
     log_fmt(r, key, "%lld", (long long)value);
 }
 
-/* Appends s to the line, escaped for a JSON string or a logfmt value. */
-static void put_escaped(FILE *out, const char *s, bool json)
+/* A line under construction. Each record is written with one write(2): an
+ * unbuffered stderr would otherwise cost a system call per character, and
+ * a line written in pieces can interleave with another process's output. */
+typedef struct {
+    char buf[12 * 1024]; /* values escape to at most 6x their 1,536 bytes */
+    size_t len;
+} line_buf;
+
+static void line_put(line_buf *l, const char *s, size_t n)
+{
+    size_t room = sizeof l->buf - 1 - l->len; /* the last byte is kept for '\n' */
+    if (n > room) n = room;
+    memcpy(l->buf + l->len, s, n);
+    l->len += n;
+}
+
+static void line_puts(line_buf *l, const char *s)
+{
+    line_put(l, s, strlen(s));
+}
+
+/* Appends s escaped for a JSON string or a logfmt value. */
+static void line_put_escaped(line_buf *l, const char *s, bool json)
 {
     for (; *s; s++) {
         unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(out, "\\%c", ch);
-        else if (ch == '\n')
-            fputs("\\n", out);
-        else if (ch < 0x20)
-            fprintf(out, json ? "\\u%04x" : "\\x%02x", ch);
-        else
-            fputc(ch, out);
+        char esc[8];
+        if (ch == '"' || ch == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)ch;
+            line_put(l, esc, 2);
+        } else if (ch == '\n') {
+            line_puts(l, "\\n");
+        } else if (ch < 0x20) {
+            snprintf(esc, sizeof esc, json ? "\\u%04x" : "\\x%02x", ch);
+            line_puts(l, esc);
+        } else {
+            line_put(l, (const char *)&ch, 1);
+        }
     }
 }
 
@@ -130,7 +158,7 @@ static bool needs_quotes(const char *s)
     return false;
 }
 
-static void write_stderr(const log_record *r)
+static void line_format(line_buf *l, const log_record *r)
 {
     struct timespec ts;
     struct tm tm;
@@ -141,32 +169,39 @@ static void write_stderr(const log_record *r)
     snprintf(when + n, sizeof when - n, ".%03ldZ", ts.tv_nsec / 1000000);
 
     bool json = g_format == LOG_FORMAT_JSON;
-    pthread_mutex_lock(&g_stderr_lock);
-    if (json) {
-        fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"", when,
-                level_names[r->priority]);
-        put_escaped(stderr, r->message, true);
-        fputc('"', stderr);
-        for (int i = 0; i < r->n_fields; i++) {
-            fprintf(stderr, ",\"%s\":\"", r->keys[i]);
-            put_escaped(stderr, r->values + r->value_at[i], true);
-            fputc('"', stderr);
-        }
-        fputs("}\n", stderr);
-    } else {
-        fprintf(stderr, "ts=%s level=%s msg=\"", when, level_names[r->priority]);
-        put_escaped(stderr, r->message, false);
-        fputc('"', stderr);
-        for (int i = 0; i < r->n_fields; i++) {
-            const char *v = r->values + r->value_at[i];
-            fprintf(stderr, " %s=", r->keys[i]);
-            if (needs_quotes(v)) fputc('"', stderr);
-            put_escaped(stderr, v, false);
-            if (needs_quotes(v)) fputc('"', stderr);
-        }
-        fputc('\n', stderr);
+    line_puts(l, json ? "{\"ts\":\"" : "ts=");
+    line_puts(l, when);
+    line_puts(l, json ? "\",\"level\":\"" : " level=");
+    line_puts(l, level_names[r->priority]);
+    line_puts(l, json ? "\",\"msg\":\"" : " msg=\"");
+    line_put_escaped(l, r->message, json);
+    line_puts(l, "\"");
+    for (int i = 0; i < r->n_fields; i++) {
+        const char *v = r->values + r->value_at[i];
+        bool quote = json || needs_quotes(v);
+        line_puts(l, json ? ",\"" : " ");
+        line_puts(l, r->keys[i]);
+        line_puts(l, json ? "\":" : "=");
+        if (quote) line_puts(l, "\"");
+        line_put_escaped(l, v, json);
+        if (quote) line_puts(l, "\"");
     }
-    fflush(stderr);
+    if (json) line_puts(l, "}");
+    l->buf[l->len++] = '\n';
+}
+
+static void write_stderr(const log_record *r)
+{
+    line_buf l;
+    l.len = 0;
+    line_format(&l, r);
+    pthread_mutex_lock(&g_stderr_lock);
+    for (size_t off = 0; off < l.len;) {
+        ssize_t n = write(STDERR_FILENO, l.buf + off, l.len - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break; /* stderr is gone: nowhere to say so */
+        off += (size_t)n;
+    }
     pthread_mutex_unlock(&g_stderr_lock);
 }
 
