@@ -27,6 +27,13 @@
 
 /* ---- engine run shared by all three RPCs ---------------------------------- */
 
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 typedef struct {
     call *c;
     bool stream; /* send chunks from on_items */
@@ -35,6 +42,8 @@ typedef struct {
     score_chunk_view view;
     uint8_t *streamed; /* [n_items]: already sent by on_items */
     int32_t n_labels;
+    int64_t sending_ns; /* spent in on_items, sending (waiting for the client) */
+    int64_t engine_ns;  /* the engine call, less sending_ns */
 } engine_run;
 
 static int hook_should_stop(void *ctx)
@@ -62,7 +71,10 @@ static int hook_on_items(void *ctx, int32_t first, int32_t n, const float *score
 {
     engine_run *run = ctx;
     worker_note_progress();
-    if (!send_chunk(run, first, n, scores, logprobs)) return 1;
+    int64_t t0 = mono_ns();
+    bool sent = send_chunk(run, first, n, scores, logprobs);
+    run->sending_ns += mono_ns() - t0;
+    if (!sent) return 1;
     memset(run->streamed + first, 1, (size_t)n);
     return 0;
 }
@@ -108,12 +120,11 @@ static bool run_engine(lms_engine *engine, lms_score_session *session, engine_ru
         hooks.on_items = hook_on_items;
     }
     memset(res, 0, sizeof *res);
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t t0 = mono_ns();
     lms_status s =
         session ? lms_score_session_score(session, req->items, req->n_items, &hooks, res, &err)
                 : lms_engine_score(engine, req, &hooks, res, &err);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    run->engine_ns = mono_ns() - t0 - run->sending_ns;
     if (s == LMS_OK && run->stream && !send_unstreamed(run, res)) s = LMS_ERR_CANCELLED;
     if (s == LMS_OK) {
         metrics_items_scored(res->n_items);
@@ -122,8 +133,7 @@ static bool run_engine(lms_engine *engine, lms_score_session *session, engine_ru
         log_str(&r, "method", call_method(run->c));
         log_int(&r, "items", res->n_items);
         log_str(&r, "algorithm", lms_algorithm_name(res->algorithm));
-        log_fmt(&r, "engine_ms", "%.3f",
-                (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+        log_fmt(&r, "engine_ms", "%.3f", (double)run->engine_ns / 1e6);
         log_int(&r, "cached_tokens", res->cached_tokens);
         log_end(&r);
         return true;
@@ -144,8 +154,8 @@ static void engine_run_free(engine_run *run, lms_score_result *res)
 }
 
 static void fill_summary(Lmscore__V1__ScoreSummary *sum, Lmscore__V1__Usage *usage,
-                         const score_header *h, lms_algorithm algo, const char *reason,
-                         int64_t n_items)
+                         score_timing_view *timing, const score_header *h, lms_algorithm algo,
+                         const char *reason, int64_t n_items)
 {
     lmscore__v1__score_summary__init(sum);
     sum->n_label_token_ids = (size_t)h->n_labels;
@@ -153,6 +163,7 @@ static void fill_summary(Lmscore__V1__ScoreSummary *sum, Lmscore__V1__Usage *usa
     sum->algorithm = score_algorithm_to_proto(algo);
     sum->algorithm_reason = (char *)reason;
     sum->usage = usage;
+    sum->timing = &timing->msg;
     sum->item_count = n_items;
 }
 
@@ -165,6 +176,7 @@ typedef struct {
     lms_engine *engine;
     Lmscore__V1__ScoreRequest *req;
     bool stream;
+    int64_t queued_ns; /* when it was handed to the pool */
 } score_job;
 
 static void score_job_free(score_job *job)
@@ -179,6 +191,8 @@ static void score_job_run(worker_job *base)
 {
     score_job *job = (score_job *)base;
     call *c = job->c;
+    int64_t started = mono_ns();
+    score_timing timing = {.queue_ns = started - job->queued_ns};
     rpc_status st;
     if (call_should_stop(c)) {
         call_stopped_status(c, &st);
@@ -207,15 +221,21 @@ static void score_job_run(worker_job *base)
     }
     lms_score_request req;
     score_request_build(&header, &items, &req);
+    timing.prepare_ns = mono_ns() - started;
     engine_run run = {.c = c, .stream = job->stream, .with_logprobs = header.return_logprobs};
     lms_score_result res;
-    if (!run_engine(job->engine, NULL, &run, &req, &res, &st)) {
+    bool scored = run_engine(job->engine, NULL, &run, &req, &res, &st);
+    timing.engine_ns = run.engine_ns;
+    score_timing_view timing_view;
+    score_timing_view_fill(&timing_view, &timing);
+    if (!scored) {
         call_finish(c, &st);
     } else if (job->stream) {
         Lmscore__V1__Usage usage = LMSCORE__V1__USAGE__INIT;
         score_usage_add(&usage, &res);
         Lmscore__V1__ScoreSummary sum;
-        fill_summary(&sum, &usage, &header, res.algorithm, res.algorithm_reason, res.n_items);
+        fill_summary(&sum, &usage, &timing_view, &header, res.algorithm, res.algorithm_reason,
+                     res.n_items);
         Lmscore__V1__ScoreStreamResponse msg = LMSCORE__V1__SCORE_STREAM_RESPONSE__INIT;
         msg.kind_case = LMSCORE__V1__SCORE_STREAM_RESPONSE__KIND_SUMMARY;
         msg.summary = &sum;
@@ -225,6 +245,7 @@ static void score_job_run(worker_job *base)
         Lmscore__V1__Usage usage;
         score_response_fill(&resp, &usage, &run.view, &res, header.label_ids,
                             header.return_logprobs);
+        resp.timing = &timing_view.msg;
         call_reply(c, &resp.base);
     }
     engine_run_free(&run, &res);
@@ -247,7 +268,8 @@ static void on_score_message(call *c, const uint8_t *msg, size_t len, bool strea
                            .c = c,
                            .engine = engine,
                            .req = req,
-                           .stream = stream};
+                           .stream = stream,
+                           .queued_ns = mono_ns()};
     if (!service_submit(svc, c, job ? &job->base : NULL)) {
         lmscore__v1__score_request__free_unpacked(req, NULL);
         free(job);
@@ -280,6 +302,7 @@ typedef struct {
     score_header header;
     lms_score_session *session; /* the query prefilled once, for every batch */
     Lmscore__V1__Usage usage;
+    score_timing timing;
     lms_algorithm algorithm;
     char algorithm_reason[200];
     int64_t items_scored;
@@ -290,6 +313,7 @@ typedef struct {
     items_stream *s;
     Lmscore__V1__ScoreItemsRequest *msg; /* the header, or a batch */
     int64_t index_base;
+    int64_t queued_ns; /* when it was handed to the pool */
 } items_job;
 
 static void items_stream_free(void *state)
@@ -319,7 +343,10 @@ static void items_fail(items_stream *s, const rpc_status *st)
 static void items_close_locked(items_stream *s)
 {
     Lmscore__V1__ScoreSummary sum;
-    fill_summary(&sum, &s->usage, &s->header, s->algorithm, s->algorithm_reason, s->items_scored);
+    score_timing_view timing;
+    score_timing_view_fill(&timing, &s->timing);
+    fill_summary(&sum, &s->usage, &timing, &s->header, s->algorithm, s->algorithm_reason,
+                 s->items_scored);
     Lmscore__V1__ScoreItemsResponse msg = LMSCORE__V1__SCORE_ITEMS_RESPONSE__INIT;
     msg.kind_case = LMSCORE__V1__SCORE_ITEMS_RESPONSE__KIND_SUMMARY;
     msg.summary = &sum;
@@ -335,7 +362,11 @@ static bool items_start_job_locked(items_stream *s, Lmscore__V1__ScoreItemsReque
 {
     items_job *job = calloc(1, sizeof *job);
     if (job)
-        *job = (items_job){.base.run = items_job_run, .s = s, .msg = msg, .index_base = index_base};
+        *job = (items_job){.base.run = items_job_run,
+                           .s = s,
+                           .msg = msg,
+                           .index_base = index_base,
+                           .queued_ns = mono_ns()};
     s->job_running = true;
     if (service_submit(s->svc, s->c, job ? &job->base : NULL)) return true;
     s->job_running = false;
@@ -361,11 +392,13 @@ static void rebase_item_field(rpc_status *st, int64_t index_base)
     st->message[sizeof st->message - 1] = '\0';
 }
 
+/* The job's timing: t->queue_ns is set; the run adds prepare and engine. */
 static bool items_run_header(items_stream *s, const Lmscore__V1__ScoreItemsHeader *h,
-                             rpc_status *st)
+                             score_timing *t, rpc_status *st)
 {
     score_header_fields fields;
     lms_error err = {0};
+    int64_t t0 = mono_ns();
     score_header_fields_of_items_header(h, &fields);
     if (score_header_prepare(s->engine, &fields, &s->header, &err) != LMS_OK) {
         rpc_status_from_error(st, &err);
@@ -374,7 +407,11 @@ static bool items_run_header(items_stream *s, const Lmscore__V1__ScoreItemsHeade
     score_items none = {0};
     lms_score_request req;
     score_request_build(&s->header, &none, &req);
-    if (lms_score_session_begin(s->engine, &req, &s->session, &err) != LMS_OK) {
+    int64_t t1 = mono_ns();
+    t->prepare_ns = t1 - t0;
+    lms_status begun = lms_score_session_begin(s->engine, &req, &s->session, &err);
+    t->engine_ns = mono_ns() - t1;
+    if (begun != LMS_OK) {
         rpc_status_from_error(st, &err);
         return false;
     }
@@ -382,9 +419,10 @@ static bool items_run_header(items_stream *s, const Lmscore__V1__ScoreItemsHeade
 }
 
 static bool items_run_batch(items_stream *s, const Lmscore__V1__ItemBatch *batch,
-                            int64_t index_base, rpc_status *st)
+                            int64_t index_base, score_timing *t, rpc_status *st)
 {
     lms_error err = {0};
+    int64_t t0 = mono_ns();
     score_items items;
     if (score_items_prepare(s->engine, &s->header, batch->items, batch->n_items, index_base, &items,
                             &err) != LMS_OK) {
@@ -393,12 +431,14 @@ static bool items_run_batch(items_stream *s, const Lmscore__V1__ItemBatch *batch
     }
     lms_score_request req;
     score_request_build(&s->header, &items, &req);
+    t->prepare_ns = mono_ns() - t0;
     engine_run run = {.c = s->c,
                       .stream = true,
                       .with_logprobs = s->header.return_logprobs,
                       .index_base = index_base};
     lms_score_result res;
     bool ok = run_engine(s->engine, s->session, &run, &req, &res, st);
+    t->engine_ns = run.engine_ns;
     if (ok) {
         score_usage_add(&s->usage, &res);
         s->algorithm = res.algorithm;
@@ -416,16 +456,18 @@ static void items_job_run(worker_job *base)
 {
     items_job *job = (items_job *)base;
     items_stream *s = job->s;
+    score_timing timing = {.queue_ns = mono_ns() - job->queued_ns};
     rpc_status st;
     bool ok;
     if (call_should_stop(s->c)) {
         call_stopped_status(s->c, &st);
         ok = false;
     } else if (job->msg->kind_case == LMSCORE__V1__SCORE_ITEMS_REQUEST__KIND_HEADER) {
-        ok = items_run_header(s, job->msg->header, &st);
+        ok = items_run_header(s, job->msg->header, &timing, &st);
     } else {
-        ok = items_run_batch(s, job->msg->items, job->index_base, &st);
+        ok = items_run_batch(s, job->msg->items, job->index_base, &timing, &st);
     }
+    score_timing_add(&s->timing, &timing);
     lmscore__v1__score_items_request__free_unpacked(job->msg, NULL);
     call *c = s->c;
     free(job);

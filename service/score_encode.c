@@ -54,6 +54,31 @@ void score_chunk_view_fill(score_chunk_view *v, int64_t first_index, int32_t n, 
     v->chunk.items = v->item_ptrs;
 }
 
+void score_timing_add(score_timing *sum, const score_timing *t)
+{
+    sum->queue_ns += t->queue_ns;
+    sum->prepare_ns += t->prepare_ns;
+    sum->engine_ns += t->engine_ns;
+}
+
+static void duration_fill(Google__Protobuf__Duration *d, int64_t ns)
+{
+    google__protobuf__duration__init(d);
+    d->seconds = ns / 1000000000;
+    d->nanos = (int32_t)(ns % 1000000000);
+}
+
+void score_timing_view_fill(score_timing_view *v, const score_timing *t)
+{
+    lmscore__v1__server_timing__init(&v->msg);
+    duration_fill(&v->queue, t->queue_ns);
+    duration_fill(&v->prepare, t->prepare_ns);
+    duration_fill(&v->engine, t->engine_ns);
+    v->msg.queue_time = &v->queue;
+    v->msg.prepare_time = &v->prepare;
+    v->msg.engine_time = &v->engine;
+}
+
 void score_usage_add(Lmscore__V1__Usage *u, const lms_score_result *res)
 {
     u->prompt_tokens += res->prompt_tokens;

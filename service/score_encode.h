@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "lmscore.h"
+#include "google/protobuf/duration.pb-c.h"
 #include "lmscore/v1/score.pb-c.h"
 #include "status.h"
 
@@ -28,6 +29,22 @@ void score_chunk_view_free(score_chunk_view *v);
  * each; logprobs are included when with_logprobs. */
 void score_chunk_view_fill(score_chunk_view *v, int64_t first_index, int32_t n, int32_t n_labels,
                            const float *scores, const float *logprobs, bool with_logprobs);
+
+/* Where a call's time went in the server, in nanoseconds (the fields of
+ * ServerTiming). */
+typedef struct {
+    int64_t queue_ns, prepare_ns, engine_ns;
+} score_timing;
+
+void score_timing_add(score_timing *sum, const score_timing *t);
+
+/* A ServerTiming message over t; its durations live in the view. */
+typedef struct {
+    Lmscore__V1__ServerTiming msg;
+    Google__Protobuf__Duration queue, prepare, engine;
+} score_timing_view;
+
+void score_timing_view_fill(score_timing_view *v, const score_timing *t);
 
 /* Usage of one result added to u. */
 void score_usage_add(Lmscore__V1__Usage *u, const lms_score_result *res);

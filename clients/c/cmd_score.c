@@ -44,7 +44,7 @@ static void print_response(const Lmscore__V1__ScoreResponse *resp, const score_s
                       spec->return_logprobs);
     for (size_t i = 0; i < resp->n_items; i++)
         output_item_tsv(stdout, (int64_t)i, resp->items[i]);
-    output_call_summary(resp->algorithm, resp->algorithm_reason, resp->usage);
+    output_call_summary(resp->algorithm, resp->algorithm_reason, resp->usage, resp->timing);
 }
 
 static int run(const score_spec *spec, const input_list *items, const rpc_options *opts)

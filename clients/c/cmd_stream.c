@@ -136,7 +136,8 @@ static void print_summary(stream_state *s, const Lmscore__V1__ScoreSummary *summ
         json_object_object_add(obj, "summary", pb_to_json(&summary->base));
         output_json_line(stdout, obj);
     } else {
-        output_call_summary(summary->algorithm, summary->algorithm_reason, summary->usage);
+        output_call_summary(summary->algorithm, summary->algorithm_reason, summary->usage,
+                            summary->timing);
     }
 }
 

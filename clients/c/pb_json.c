@@ -42,6 +42,30 @@ static json_object *base64_json(const ProtobufCBinaryData *bytes)
     return s;
 }
 
+/* google.protobuf.Duration as proto3's JSON mapping writes it: "1.500s". */
+static json_object *duration_json(const ProtobufCMessage *msg)
+{
+    const ProtobufCMessageDescriptor *d = msg->descriptor;
+    const ProtobufCFieldDescriptor *sf =
+        protobuf_c_message_descriptor_get_field_by_name(d, "seconds");
+    const ProtobufCFieldDescriptor *nf =
+        protobuf_c_message_descriptor_get_field_by_name(d, "nanos");
+    int64_t secs = *(const int64_t *)((const char *)msg + sf->offset);
+    int32_t nanos = *(const int32_t *)((const char *)msg + nf->offset);
+    bool negative = secs < 0 || nanos < 0;
+    char text[48];
+    snprintf(text, sizeof text, "%s%lld.%09lds", negative ? "-" : "", llabs((long long)secs),
+             labs((long)nanos));
+    return json_object_new_string(text);
+}
+
+static json_object *message_json(const ProtobufCMessage *msg)
+{
+    if (!msg) return NULL;
+    if (strcmp(msg->descriptor->name, "google.protobuf.Duration") == 0) return duration_json(msg);
+    return pb_to_json(msg);
+}
+
 /* One value of the field's type stored at p. */
 static json_object *value_json(const ProtobufCFieldDescriptor *f, const void *p)
 {
@@ -76,7 +100,7 @@ static json_object *value_json(const ProtobufCFieldDescriptor *f, const void *p)
     case PROTOBUF_C_TYPE_BYTES:
         return base64_json(p);
     case PROTOBUF_C_TYPE_MESSAGE:
-        return *(ProtobufCMessage *const *)p ? pb_to_json(*(ProtobufCMessage *const *)p) : NULL;
+        return message_json(*(ProtobufCMessage *const *)p);
     }
     return NULL;
 }

@@ -2,7 +2,8 @@
  * pb_json.h — any protobuf-c message as a json-c object, by walking its
  * descriptor: fields under their .proto names, enums as their value names,
  * maps as objects, oneofs as the member that is set, floats with 9
- * significant digits (enough to round-trip a float).
+ * significant digits (enough to round-trip a float), a
+ * google.protobuf.Duration as proto3 JSON writes it ("0.000512000s").
  */
 #ifndef LMSCORE_CLI_PB_JSON_H
 #define LMSCORE_CLI_PB_JSON_H

@@ -46,8 +46,13 @@ void output_json_line(FILE *out, json_object *obj)
     json_object_put(obj);
 }
 
+static double duration_ms(const Google__Protobuf__Duration *d)
+{
+    return d ? (double)d->seconds * 1e3 + (double)d->nanos / 1e6 : 0.0;
+}
+
 void output_call_summary(Lmscore__V1__Algorithm algorithm, const char *reason,
-                         const Lmscore__V1__Usage *usage)
+                         const Lmscore__V1__Usage *usage, const Lmscore__V1__ServerTiming *timing)
 {
     fprintf(stderr, "algorithm: %s (%s)", algorithm_name(algorithm),
             reason && *reason ? reason : "no reason given");
@@ -55,5 +60,9 @@ void output_call_summary(Lmscore__V1__Algorithm algorithm, const char *reason,
         fprintf(stderr, "; %lld prompt tokens, %lld computed, %lld cached",
                 (long long)usage->prompt_tokens, (long long)usage->computed_tokens,
                 (long long)usage->cached_tokens);
+    if (timing)
+        fprintf(stderr, "; server: %.3f ms queued, %.3f ms preparing, %.3f ms in the engine",
+                duration_ms(timing->queue_time), duration_ms(timing->prepare_time),
+                duration_ms(timing->engine_time));
     fputc('\n', stderr);
 }

@@ -5,6 +5,7 @@ server's status code and ErrorInfo reason and exit 1 (usage errors exit 2)."""
 import json
 import math
 import os
+import re
 import subprocess
 
 import pytest
@@ -131,6 +132,11 @@ def test_score_json_softmax_and_logprobs(cli):
         assert all(math.isclose(a, b, rel_tol=1e-4) for a, b in zip(item["scores"], expected))
     assert result["usage"]["prompt_tokens"] == (3 + 2) + (3 + 1)
     assert result["algorithm"].startswith("ALGORITHM_")
+    # durations as proto3 JSON writes them
+    timing = result["timing"]
+    assert set(timing) == {"queue_time", "prepare_time", "engine_time"}
+    assert all(re.fullmatch(r"\d+\.\d{9}s", v) for v in timing.values()), timing
+    assert float(timing["engine_time"][:-1]) > 0
 
 
 def test_score_without_softmax_is_exp_of_logprob(cli):
@@ -238,6 +244,8 @@ def test_stream_ten_thousand_items_from_a_file(cli, tmp_path):
     assert all(0 < v <= 1 for scores in rows.values() for v in scores)
     assert f"{STREAM_ITEMS}/{STREAM_ITEMS} items" in result.stderr  # the progress bar
     assert "algorithm: " in result.stderr
+    assert re.search(r"server: [0-9.]+ ms queued, [0-9.]+ ms preparing, [0-9.]+ ms in the engine",
+                     result.stderr)
     # The streamed scores are the scores Score gives the same items.
     sample = [0, 1234, STREAM_ITEMS - 1]
     args = [a for i in sample for a in ("--item", f"item number {i}")]

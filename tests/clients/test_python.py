@@ -52,6 +52,9 @@ def test_score_with_text_and_label_texts(client):
     assert result.logprobs is None
     assert result.algorithm in {"serial", "packed_dense", "packed_segment", "prefill_extend"}
     assert result.usage.prompt_tokens > 0
+    # tokenizing text is preparation; scoring is engine time
+    assert result.timing.prepare_s > 0 and result.timing.engine_s > 0
+    assert result.timing.queue_s >= 0
 
 
 def test_score_softmax_and_logprobs(client):
@@ -82,6 +85,7 @@ def test_score_stream_from_a_generator(client):
     got = {item.index: item for item in stream}
     assert sorted(got) == list(range(n))
     assert stream.summary.item_count == n and stream.summary.label_token_ids == LABELS
+    assert stream.summary.timing.engine_s > 0
     for item in got.values():
         assert close_all(item.scores, [math.exp(lp) for lp in item.logprobs])
     direct = client.score("Pick one:", ["candidate 7", "candidate 499"], labels=LABELS)

@@ -64,7 +64,10 @@ def without_json_names(fd):
 
 def test_file_by_filename_equals_protoc(reflect):
     (resp,) = reflect(file_by_filename="lmscore/v1/score.proto")
-    (fd,) = files_of(resp)
+    fds = files_of(resp)
+    # the file first, then what it imports
+    assert [f.name for f in fds] == ["lmscore/v1/score.proto", "google/protobuf/duration.proto"]
+    fd = fds[0]
     assert without_json_names(fd) == descriptor_pb2.FileDescriptorProto.FromString(
         score_pb2.DESCRIPTOR.serialized_pb)
     assert [m.name for m in fd.service[0].method] == ["Score", "ScoreStream", "ScoreItems",

@@ -5,6 +5,7 @@ streams cover every item exactly once, text inputs equal their token form, TLS.
 import os
 import subprocess
 import threading
+import time
 
 import grpc
 import pytest
@@ -201,6 +202,60 @@ def test_score_items_with_text_and_label_texts(stub):
                         " Dull and long."], "label_texts": [" yes", " no"]})
     assert_close([scores[0].scores, scores[1].scores], want["scores"])
     assert got[-1].summary.item_count == 2
+
+
+def seconds(duration):
+    return duration.ToNanoseconds() / 1e9
+
+
+def assert_timing_within(timing, wall):
+    """Each part of the server's timing is set and, together, no longer than
+    the call as the client saw it."""
+    parts = [seconds(timing.queue_time), seconds(timing.prepare_time),
+             seconds(timing.engine_time)]
+    assert all(p >= 0 for p in parts) and parts[2] > 0, timing
+    assert sum(parts) <= wall, (timing, wall)
+
+
+def test_server_timing_fits_inside_the_call(stub):
+    items = [tokens([100 + i, 200 + i, 7]) for i in range(40)]
+    t0 = time.monotonic()
+    resp = stub.Score(request(items=items), timeout=300)
+    assert_timing_within(resp.timing, time.monotonic() - t0)
+
+    t0 = time.monotonic()
+    summary = list(stub.ScoreStream(request(items=items), timeout=300))[-1].summary
+    assert_timing_within(summary.timing, time.monotonic() - t0)
+
+    header = score_pb2.ScoreItemsHeader(query=tokens(QUERY), label_token_ids=LABELS)
+    t0 = time.monotonic()
+    got = list(stub.ScoreItems(items_requests(header, [items[:10], items[10:]]), timeout=300))
+    assert_timing_within(got[-1].summary.timing, time.monotonic() - t0)
+
+
+def test_queue_time_is_the_wait_for_a_worker():
+    # One worker, two calls at once: whichever runs second waits for the
+    # first one's engine time, and says so.
+    items = [tokens([300 + i, 17, 400 + i % 7] * 6) for i in range(60)]
+    with Daemon("--workers", "1") as d, d.channel() as ch:
+        stub = score_pb2_grpc.ScoreServiceStub(ch)
+        start = threading.Barrier(2)
+        got = []
+
+        def call():
+            start.wait()
+            got.append(stub.Score(request(items=items, algorithm=score_pb2.ALGORITHM_SERIAL),
+                                  timeout=300))
+
+        threads = [threading.Thread(target=call) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(got) == 2
+        first, second = sorted(got, key=lambda r: seconds(r.timing.queue_time))
+        assert seconds(second.timing.queue_time) >= 0.5 * seconds(first.timing.engine_time), (
+            first.timing, second.timing)
 
 
 def test_get_model_info(daemon, stub):

@@ -6,7 +6,7 @@
 
 See clients/python/README.md."""
 
-from lmscore._requests import ItemScore, ScoreResult, StreamSummary, Usage
+from lmscore._requests import ItemScore, ScoreResult, ServerTiming, StreamSummary, Usage
 from lmscore.aio import AsyncClient, AsyncScoreStream
 from lmscore.client import Client, ScoreStream
 from lmscore.errors import (CancelledError, DeadlineExceededError, InvalidArgumentError,
@@ -16,6 +16,6 @@ from lmscore.errors import (CancelledError, DeadlineExceededError, InvalidArgume
 __all__ = [
     "AsyncClient", "AsyncScoreStream", "CancelledError", "Client", "DeadlineExceededError",
     "InvalidArgumentError", "ItemScore", "LmscoreError", "NotFoundError",
-    "ResourceExhaustedError", "ScoreResult", "ScoreStream", "StreamSummary",
+    "ResourceExhaustedError", "ScoreResult", "ScoreStream", "ServerTiming", "StreamSummary",
     "UnavailableError", "Usage",
 ]

@@ -31,6 +31,15 @@ class Usage:
 
 
 @dataclass
+class ServerTiming:
+    """Where the call's time went inside the server, in seconds: waiting for
+    an engine worker, preparing the input (tokenizing), in the engine."""
+    queue_s: float
+    prepare_s: float
+    engine_s: float
+
+
+@dataclass
 class ScoreResult:
     """scores[i][j]: item i, label j (exp(logprob), or the softmax over the
     labels when apply_softmax); logprobs likewise when return_logprobs."""
@@ -40,6 +49,7 @@ class ScoreResult:
     algorithm: str
     algorithm_reason: str
     usage: Usage
+    timing: ServerTiming
 
 
 @dataclass
@@ -57,6 +67,7 @@ class StreamSummary:
     algorithm: str
     algorithm_reason: str
     usage: Usage
+    timing: ServerTiming
 
 
 def to_input(value, what):
@@ -116,6 +127,11 @@ def _usage(u):
     return Usage(u.prompt_tokens, u.computed_tokens, u.cached_tokens)
 
 
+def _timing(t):
+    return ServerTiming(t.queue_time.ToNanoseconds() / 1e9, t.prepare_time.ToNanoseconds() / 1e9,
+                        t.engine_time.ToNanoseconds() / 1e9)
+
+
 def score_result(response, with_logprobs):
     return ScoreResult(
         scores=[list(item.scores) for item in response.items],
@@ -123,7 +139,8 @@ def score_result(response, with_logprobs):
         label_token_ids=list(response.label_token_ids),
         algorithm=_ALGORITHM_NAMES.get(response.algorithm, str(response.algorithm)),
         algorithm_reason=response.algorithm_reason,
-        usage=_usage(response.usage))
+        usage=_usage(response.usage),
+        timing=_timing(response.timing))
 
 
 def chunk_items(chunk, with_logprobs):
@@ -137,7 +154,8 @@ def stream_summary(summary):
         label_token_ids=list(summary.label_token_ids),
         algorithm=_ALGORITHM_NAMES.get(summary.algorithm, str(summary.algorithm)),
         algorithm_reason=summary.algorithm_reason,
-        usage=_usage(summary.usage))
+        usage=_usage(summary.usage),
+        timing=_timing(summary.timing))
 
 
 class Batcher:
