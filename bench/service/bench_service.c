@@ -1,16 +1,24 @@
 /*
- * bench_service.c — what the gRPC service adds to a unary Score: the same
- * request (a query and 10 items by default) timed in-process with
- * lms_engine_score and over gRPC against a running lmscored (a gRPC core C
- * client, one call at a time), p50/p99 of each, their difference and the
- * percentiles of the per-call differences, plus Health.Check round trips
- * (what the transport alone costs): one right after an in-process score, as
- * the Score call finds the machine, and one right after the Score call.
+ * bench_service.c — what the gRPC service adds to a unary Score. One
+ * request (a query and 10 items by default) is timed three ways, in turn,
+ * one call at a time:
+ *   in-process   lms_engine_score in this process;
+ *   gRPC         a unary Score to a running lmscored (gRPC core C client);
+ *   raw TCP      the same work behind a bare loopback socket (raw_floor.h):
+ *                the floor any service on this machine stands on.
+ * Each path's engine runs right after another process's engine, so that no
+ * path finds the caches warmer than another. The overhead is reported two
+ * ways: p50 minus the in-process p50, and per call as the latency minus the
+ * engine time the server itself measured (ServerTiming.engine_time for
+ * gRPC), which takes out the engine's run-to-run and core-to-core spread.
+ * Two Health.Check round trips time the gRPC transport alone: one after an
+ * idle stretch as long as an engine call (both processes asleep, as a Score
+ * call finds them) and one right after another call.
  *
  *   bench_service --model PATH --target HOST:PORT [--iterations N]
  *                 [--warmup N] [--items N] [--item-tokens N] [--query-tokens N]
  *
- * Prints a Markdown table row set; run.sh starts the daemon and calls this.
+ * Prints Markdown tables; run.sh starts the daemon and calls this.
  */
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
@@ -23,6 +31,7 @@
 
 #include "lmscore.h"
 #include "lmscore/v1/score.pb-c.h"
+#include "raw_floor.h"
 
 typedef struct {
     const char *model, *target;
@@ -117,9 +126,10 @@ static void request_free(bench_request *r)
     free(r->item_ptrs);
 }
 
-/* One unary call; returns the gRPC status (GRPC_STATUS_OK on success). */
+/* One unary call; returns the gRPC status (GRPC_STATUS_OK on success) and,
+ * when resp is given, the response message (the caller frees it). */
 static grpc_status_code call_unary(grpc_channel *ch, grpc_completion_queue *cq, const char *path,
-                                   grpc_slice payload, size_t *resp_len)
+                                   grpc_slice payload, grpc_byte_buffer **resp)
 {
     grpc_slice method = grpc_slice_from_static_string(path);
     grpc_call *call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq, method, NULL,
@@ -147,8 +157,11 @@ static grpc_status_code call_unary(grpc_channel *ch, grpc_completion_queue *cq, 
     ops[5].data.recv_status_on_client.status_details = &details;
     if (grpc_call_start_batch(call, ops, 6, call, NULL) == GRPC_CALL_OK)
         grpc_completion_queue_pluck(cq, call, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-    *resp_len = recv ? grpc_byte_buffer_length(recv) : 0;
-    if (recv) grpc_byte_buffer_destroy(recv);
+    if (!recv && status == GRPC_STATUS_OK) status = GRPC_STATUS_INTERNAL; /* no answer */
+    if (resp)
+        *resp = recv;
+    else if (recv)
+        grpc_byte_buffer_destroy(recv);
     grpc_byte_buffer_destroy(send);
     grpc_slice_unref(details);
     grpc_metadata_array_destroy(&initial);
@@ -157,17 +170,32 @@ static grpc_status_code call_unary(grpc_channel *ch, grpc_completion_queue *cq, 
     return status;
 }
 
+/* The engine time the daemon reported in a ScoreResponse, in ms; -1 when
+ * the response cannot be read or carries none. */
+static double reported_engine_ms(grpc_byte_buffer *bb)
+{
+    grpc_byte_buffer_reader reader;
+    if (!grpc_byte_buffer_reader_init(&reader, bb)) return -1;
+    grpc_slice s = grpc_byte_buffer_reader_readall(&reader);
+    grpc_byte_buffer_reader_destroy(&reader);
+    Lmscore__V1__ScoreResponse *resp =
+        lmscore__v1__score_response__unpack(NULL, GRPC_SLICE_LENGTH(s), GRPC_SLICE_START_PTR(s));
+    grpc_slice_unref(s);
+    double ms = -1;
+    if (resp && resp->timing && resp->timing->engine_time)
+        ms = (double)resp->timing->engine_time->seconds * 1e3 +
+             (double)resp->timing->engine_time->nanos / 1e6;
+    if (resp) lmscore__v1__score_response__free_unpacked(resp, NULL);
+    return ms;
+}
+
 typedef struct {
     grpc_channel *ch;
     grpc_completion_queue *cq;
-    grpc_slice payload;
 } grpc_client;
 
-static void client_open(grpc_client *g, const bench_args *a, const bench_request *r)
+static void client_open(grpc_client *g, const bench_args *a)
 {
-    size_t len = lmscore__v1__score_request__get_packed_size(&r->proto);
-    g->payload = grpc_slice_malloc(len);
-    lmscore__v1__score_request__pack(&r->proto, GRPC_SLICE_START_PTR(g->payload));
     grpc_channel_credentials *creds = grpc_insecure_credentials_create();
     g->ch = grpc_channel_create(a->target, creds, NULL);
     grpc_channel_credentials_release(creds);
@@ -183,16 +211,19 @@ static void client_close(grpc_client *g)
     }
     grpc_completion_queue_destroy(g->cq);
     grpc_channel_destroy(g->ch);
-    grpc_slice_unref(g->payload);
 }
 
-/* The timings of one run, one entry per timed iteration (in ms). */
-typedef struct {
-    double *local;      /* lms_engine_score in this process */
-    double *remote;     /* the same request as a unary Score call */
-    double *check_cold; /* Health.Check after an in-process score, like the Score call */
-    double *check_warm; /* Health.Check right after the Score call */
-} bench_samples;
+/* What is timed, one entry per timed iteration (ms). */
+enum {
+    LOCAL,       /* lms_engine_score in this process */
+    GRPC,        /* the unary Score call */
+    GRPC_ENGINE, /* the daemon's engine time for that call */
+    RAW,         /* the raw TCP call */
+    RAW_ENGINE,  /* the raw server's engine time for it */
+    CHECK_IDLE,  /* Health.Check after an idle stretch as long as LOCAL */
+    CHECK_WARM,  /* Health.Check right after the Score call */
+    N_SERIES
+};
 
 static lms_status score_local(lms_engine *e, const bench_request *r, lms_error *err)
 {
@@ -203,12 +234,18 @@ static lms_status score_local(lms_engine *e, const bench_request *r, lms_error *
     return st;
 }
 
-/* Times each iteration's request both ways, alternating, so that the load
- * of a shared machine weighs on both paths alike. The Score call comes right
- * after an in-process score, with the client's caches cold and both
- * processes idle for its length; so does one of the two Health.Check calls,
- * the transport's cost in the same conditions. */
-static int time_both(const bench_args *a, const bench_request *r, const bench_samples *out)
+static void sleep_ms(double ms)
+{
+    long long ns = (long long)(ms * 1e6);
+    struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+    nanosleep(&ts, NULL);
+}
+
+/* Runs the iterations: in-process, gRPC Score, Health.Check (warm), raw TCP,
+ * an idle stretch, Health.Check (idle). Each engine runs right after
+ * another process's. */
+static int time_all(const bench_args *a, const bench_request *r, raw_floor *raw,
+                    double *series[N_SERIES])
 {
     lms_engine_options opt;
     lms_engine_options_default(&opt);
@@ -218,46 +255,58 @@ static int time_both(const bench_args *a, const bench_request *r, const bench_sa
         fprintf(stderr, "bench_service: %s\n", err.msg);
         return -1;
     }
+    size_t len = lmscore__v1__score_request__get_packed_size(&r->proto);
+    grpc_slice payload = grpc_slice_malloc(len);
+    lmscore__v1__score_request__pack(&r->proto, GRPC_SLICE_START_PTR(payload));
     grpc_client g;
-    client_open(&g, a, r);
+    client_open(&g, a);
+    const char *score = "/lmscore.v1.ScoreService/Score", *check = "/grpc.health.v1.Health/Check";
     int rc = 0;
-    const char *check = "/grpc.health.v1.Health/Check";
     for (int i = 0; i < a->warmup + a->iterations && rc == 0; i++) {
-        size_t score_len = 0, check_len = 0;
+        double t[N_SERIES];
+        grpc_byte_buffer *resp = NULL;
         double t0 = now_ms();
         lms_status st = score_local(e, r, &err);
         double t1 = now_ms();
-        grpc_status_code gst =
-            call_unary(g.ch, g.cq, "/lmscore.v1.ScoreService/Score", g.payload, &score_len);
+        grpc_status_code gst = call_unary(g.ch, g.cq, score, payload, &resp);
         double t2 = now_ms();
-        /* the transport alone (Health.Check is answered on the CQ thread) */
-        grpc_status_code warm = call_unary(g.ch, g.cq, check, grpc_empty_slice(), &check_len);
+        grpc_status_code warm = call_unary(g.ch, g.cq, check, grpc_empty_slice(), NULL);
         double t3 = now_ms();
-        if (st == LMS_OK) st = score_local(e, r, &err);
+        int raw_rc = raw_floor_call(raw, GRPC_SLICE_START_PTR(payload), len, &t[RAW_ENGINE]);
         double t4 = now_ms();
-        grpc_status_code cold = call_unary(g.ch, g.cq, check, grpc_empty_slice(), &check_len);
+        sleep_ms(t1 - t0);
         double t5 = now_ms();
+        grpc_status_code idle = call_unary(g.ch, g.cq, check, grpc_empty_slice(), NULL);
+        double t6 = now_ms();
+        t[GRPC_ENGINE] = resp ? reported_engine_ms(resp) : -1;
+        if (resp) grpc_byte_buffer_destroy(resp);
         if (st != LMS_OK) {
             fprintf(stderr, "bench_service: %s\n", err.msg);
             rc = -1;
-        } else if (gst != GRPC_STATUS_OK || warm != GRPC_STATUS_OK || cold != GRPC_STATUS_OK ||
-                   score_len == 0) {
+        } else if (gst != GRPC_STATUS_OK || warm != GRPC_STATUS_OK || idle != GRPC_STATUS_OK) {
             fprintf(stderr, "bench_service: Score/Check/Check failed with status %d/%d/%d\n",
-                    (int)gst, (int)warm, (int)cold);
+                    (int)gst, (int)warm, (int)idle);
+            rc = -1;
+        } else if (t[GRPC_ENGINE] < 0) {
+            fprintf(stderr, "bench_service: the Score response carries no engine time\n");
+            rc = -1;
+        } else if (raw_rc != 0) {
             rc = -1;
         } else if (i >= a->warmup) {
-            int k = i - a->warmup;
-            out->local[k] = t1 - t0;
-            out->remote[k] = t2 - t1;
-            out->check_warm[k] = t3 - t2;
-            out->check_cold[k] = t5 - t4;
+            t[LOCAL] = t1 - t0;
+            t[GRPC] = t2 - t1;
+            t[CHECK_WARM] = t3 - t2;
+            t[RAW] = t4 - t3;
+            t[CHECK_IDLE] = t6 - t5;
+            for (int k = 0; k < N_SERIES; k++)
+                series[k][i - a->warmup] = t[k];
         }
     }
     client_close(&g);
+    grpc_slice_unref(payload);
     lms_engine_close(e);
     return rc;
 }
-
 static int parse_args(int argc, char **argv, bench_args *a)
 {
     *a = (bench_args){
@@ -287,6 +336,57 @@ static int parse_args(int argc, char **argv, bench_args *a)
     return 0;
 }
 
+/* p50 and p99 of v[0..n) (sorted in place). */
+static void percentiles(double *v, int n, double *p50, double *p99)
+{
+    *p50 = percentile(v, n, 0.50);
+    *p99 = percentile(v, n, 0.99);
+}
+
+static void row(const char *what, double *v, int n)
+{
+    double p50, p99;
+    percentiles(v, n, &p50, &p99);
+    printf("| %s | %.3f | %.3f |\n", what, p50, p99);
+}
+
+/* diff[i] = a[i] - b[i], as a row. */
+static void diff_row(const char *what, const double *a, const double *b, double *diff, int n)
+{
+    for (int i = 0; i < n; i++)
+        diff[i] = a[i] - b[i];
+    row(what, diff, n);
+}
+
+static void report(const bench_args *a, double *s[N_SERIES], double *diff)
+{
+    int n = a->iterations;
+    printf("Unary Score, %d items of %d tokens, query %d tokens, %d calls after %d warm-up\n\n",
+           a->items, a->item_tokens, a->query_tokens, n, a->warmup);
+    /* the per-call rows first: percentiles sort the series */
+    printf("| per call | p50 ms | p99 ms |\n| --- | ---: | ---: |\n");
+    diff_row("gRPC: latency - the daemon's engine time (service overhead)", s[GRPC], s[GRPC_ENGINE],
+             diff, n);
+    diff_row("raw TCP: latency - the server's engine time (floor)", s[RAW], s[RAW_ENGINE], diff, n);
+    diff_row("gRPC latency - in-process time of the same iteration", s[GRPC], s[LOCAL], diff, n);
+    double local50, local99, grpc50, grpc99, raw50, raw99;
+    percentiles(s[LOCAL], n, &local50, &local99);
+    percentiles(s[GRPC], n, &grpc50, &grpc99);
+    percentiles(s[RAW], n, &raw50, &raw99);
+    printf("\n| path | p50 ms | p99 ms |\n| --- | ---: | ---: |\n");
+    printf("| in-process lms_engine_score | %.3f | %.3f |\n", local50, local99);
+    printf("| gRPC unary Score (loopback) | %.3f | %.3f |\n", grpc50, grpc99);
+    printf("| raw TCP, same work (loopback) | %.3f | %.3f |\n", raw50, raw99);
+    printf("| service overhead: gRPC p50 - in-process p50 | %.3f | %.3f |\n", grpc50 - local50,
+           grpc99 - local99);
+    printf("| floor: raw TCP p50 - in-process p50 | %.3f | %.3f |\n", raw50 - local50,
+           raw99 - local99);
+    row("engine time in lmscored (ServerTiming.engine_time)", s[GRPC_ENGINE], n);
+    row("engine time in the raw server", s[RAW_ENGINE], n);
+    row("gRPC Health.Check after an idle stretch (transport alone)", s[CHECK_IDLE], n);
+    row("gRPC Health.Check right after another call (warm transport)", s[CHECK_WARM], n);
+}
+
 int main(int argc, char **argv)
 {
     bench_args a;
@@ -296,44 +396,26 @@ int main(int argc, char **argv)
         return 1;
     }
     bench_request r;
-    int n = a.iterations;
-    bench_samples s = {.local = calloc((size_t)n, sizeof(double)),
-                       .remote = calloc((size_t)n, sizeof(double)),
-                       .check_cold = calloc((size_t)n, sizeof(double)),
-                       .check_warm = calloc((size_t)n, sizeof(double))};
-    double *diff = calloc((size_t)n, sizeof *diff);
+    double *series[N_SERIES], *diff = calloc((size_t)a.iterations, sizeof *diff);
+    bool ok = diff != NULL;
+    for (int k = 0; k < N_SERIES; k++) {
+        series[k] = calloc((size_t)a.iterations, sizeof(double));
+        ok = ok && series[k];
+    }
+    raw_floor *raw = NULL;
     int rc = 1;
-    if (request_init(&r, &a) != 0 || !s.local || !s.remote || !s.check_cold || !s.check_warm ||
-        !diff) {
+    if (request_init(&r, &a) != 0 || !ok) {
         fprintf(stderr, "bench_service: out of memory\n");
-    } else {
-        grpc_init();
-        rc = time_both(&a, &r, &s);
+    } else if (raw_floor_start(a.model, &r.engine, &raw) == 0) {
+        grpc_init(); /* after the fork: the raw server holds no gRPC state */
+        rc = time_all(&a, &r, raw, series);
         grpc_shutdown_blocking();
+        raw_floor_stop(raw);
     }
-    if (rc == 0) {
-        for (int i = 0; i < n; i++)
-            diff[i] = s.remote[i] - s.local[i];
-        double l50 = percentile(s.local, n, 0.50), l99 = percentile(s.local, n, 0.99);
-        double g50 = percentile(s.remote, n, 0.50), g99 = percentile(s.remote, n, 0.99);
-        printf("Unary Score, %d items of %d tokens, query %d tokens, %d calls after %d warm-up\n\n",
-               a.items, a.item_tokens, a.query_tokens, n, a.warmup);
-        printf("| path | p50 ms | p99 ms |\n| --- | ---: | ---: |\n");
-        printf("| in-process lms_engine_score | %.3f | %.3f |\n", l50, l99);
-        printf("| gRPC unary Score (loopback) | %.3f | %.3f |\n", g50, g99);
-        printf("| service overhead (difference) | %.3f | %.3f |\n", g50 - l50, g99 - l99);
-        printf("| service overhead (per-call differences) | %.3f | %.3f |\n",
-               percentile(diff, n, 0.50), percentile(diff, n, 0.99));
-        printf("| gRPC Health.Check after an in-process score (transport alone) | %.3f | %.3f |\n",
-               percentile(s.check_cold, n, 0.50), percentile(s.check_cold, n, 0.99));
-        printf("| gRPC Health.Check right after the Score call (warm transport) | %.3f | %.3f |\n",
-               percentile(s.check_warm, n, 0.50), percentile(s.check_warm, n, 0.99));
-    }
+    if (rc == 0) report(&a, series, diff);
     request_free(&r);
-    free(s.local);
-    free(s.remote);
-    free(s.check_cold);
-    free(s.check_warm);
+    for (int k = 0; k < N_SERIES; k++)
+        free(series[k]);
     free(diff);
     return rc ? 1 : 0;
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # run.sh — the service benchmark (`make bench` calls it; docs/benchmarks.md
 # has the numbers): unary Score with 10 items over gRPC on loopback against
-# the same request in-process, p50/p99 and the difference.
+# the same request in-process and behind a bare TCP socket (the floor),
+# p50/p99 and the differences (bench_service.c says how they are taken).
 #   bench/service/run.sh BUILD_DIR [MODEL]
 # MODEL defaults to BUILD_DIR/models/tiny-qwen3.gguf, where the engine time is
 # small and the service overhead shows; BENCH_SERVICE_ARGS (environment) is
