@@ -13,7 +13,9 @@
  * gRPC), which takes out the engine's run-to-run and core-to-core spread.
  * Two Health.Check round trips time the gRPC transport alone: one after an
  * idle stretch as long as an engine call (both processes asleep, as a Score
- * call finds them) and one right after another call.
+ * call finds them) and one right after another call. A Score of no items
+ * after the same idle stretch takes the daemon's own path (decoding, the
+ * hand-off to a worker, the engine's checks, encoding) with no engine work.
  *
  *   bench_service --model PATH --target HOST:PORT [--iterations N]
  *                 [--warmup N] [--items N] [--item-tokens N] [--query-tokens N]
@@ -222,6 +224,7 @@ enum {
     RAW_ENGINE,  /* the raw server's engine time for it */
     CHECK_IDLE,  /* Health.Check after an idle stretch as long as LOCAL */
     CHECK_WARM,  /* Health.Check right after the Score call */
+    EMPTY_SCORE, /* a Score of no items after an idle stretch as long as LOCAL */
     N_SERIES
 };
 
@@ -242,8 +245,8 @@ static void sleep_ms(double ms)
 }
 
 /* Runs the iterations: in-process, gRPC Score, Health.Check (warm), raw TCP,
- * an idle stretch, Health.Check (idle). Each engine runs right after
- * another process's. */
+ * an idle stretch, Health.Check (idle), an idle stretch, Score of no items.
+ * Each engine runs right after another process's. */
 static int time_all(const bench_args *a, const bench_request *r, raw_floor *raw,
                     double *series[N_SERIES])
 {
@@ -258,6 +261,10 @@ static int time_all(const bench_args *a, const bench_request *r, raw_floor *raw,
     size_t len = lmscore__v1__score_request__get_packed_size(&r->proto);
     grpc_slice payload = grpc_slice_malloc(len);
     lmscore__v1__score_request__pack(&r->proto, GRPC_SLICE_START_PTR(payload));
+    Lmscore__V1__ScoreRequest no_items = r->proto;
+    no_items.n_items = 0;
+    grpc_slice empty = grpc_slice_malloc(lmscore__v1__score_request__get_packed_size(&no_items));
+    lmscore__v1__score_request__pack(&no_items, GRPC_SLICE_START_PTR(empty));
     grpc_client g;
     client_open(&g, a);
     const char *score = "/lmscore.v1.ScoreService/Score", *check = "/grpc.health.v1.Health/Check";
@@ -278,14 +285,21 @@ static int time_all(const bench_args *a, const bench_request *r, raw_floor *raw,
         double t5 = now_ms();
         grpc_status_code idle = call_unary(g.ch, g.cq, check, grpc_empty_slice(), NULL);
         double t6 = now_ms();
+        sleep_ms(t1 - t0);
+        double t7 = now_ms();
+        grpc_status_code nothing = call_unary(g.ch, g.cq, score, empty, NULL);
+        double t8 = now_ms();
         t[GRPC_ENGINE] = resp ? reported_engine_ms(resp) : -1;
         if (resp) grpc_byte_buffer_destroy(resp);
         if (st != LMS_OK) {
             fprintf(stderr, "bench_service: %s\n", err.msg);
             rc = -1;
-        } else if (gst != GRPC_STATUS_OK || warm != GRPC_STATUS_OK || idle != GRPC_STATUS_OK) {
-            fprintf(stderr, "bench_service: Score/Check/Check failed with status %d/%d/%d\n",
-                    (int)gst, (int)warm, (int)idle);
+        } else if (gst != GRPC_STATUS_OK || warm != GRPC_STATUS_OK || idle != GRPC_STATUS_OK ||
+                   nothing != GRPC_STATUS_OK) {
+            fprintf(stderr,
+                    "bench_service: Score/Check/Check/Score(no items) failed with status "
+                    "%d/%d/%d/%d\n",
+                    (int)gst, (int)warm, (int)idle, (int)nothing);
             rc = -1;
         } else if (t[GRPC_ENGINE] < 0) {
             fprintf(stderr, "bench_service: the Score response carries no engine time\n");
@@ -298,12 +312,14 @@ static int time_all(const bench_args *a, const bench_request *r, raw_floor *raw,
             t[CHECK_WARM] = t3 - t2;
             t[RAW] = t4 - t3;
             t[CHECK_IDLE] = t6 - t5;
+            t[EMPTY_SCORE] = t8 - t7;
             for (int k = 0; k < N_SERIES; k++)
                 series[k][i - a->warmup] = t[k];
         }
     }
     client_close(&g);
     grpc_slice_unref(payload);
+    grpc_slice_unref(empty);
     lms_engine_close(e);
     return rc;
 }
@@ -385,6 +401,8 @@ static void report(const bench_args *a, double *s[N_SERIES], double *diff)
     row("engine time in the raw server", s[RAW_ENGINE], n);
     row("gRPC Health.Check after an idle stretch (transport alone)", s[CHECK_IDLE], n);
     row("gRPC Health.Check right after another call (warm transport)", s[CHECK_WARM], n);
+    row("gRPC Score of no items after an idle stretch (the daemon's path, no engine work)",
+        s[EMPTY_SCORE], n);
 }
 
 int main(int argc, char **argv)
