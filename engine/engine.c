@@ -100,7 +100,7 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
     else
         lms_engine_options_default(&e->opt);
 
-    lms_status st = lms_model_load(model_path, &e->model, err);
+    lms_status st = lms_model_load(model_path, &e->opt.open_stop, &e->model, err);
     if (st != LMS_OK) goto fail;
     const lms_model_config *c = &e->model->cfg;
     if (e->opt.max_sequence_tokens == 0) e->opt.max_sequence_tokens = c->context_length;

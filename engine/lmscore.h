@@ -84,6 +84,7 @@ typedef struct {
     int32_t delimiter;             /* SGLang-style delimiter token id, -1 for none */
     int32_t max_items;             /* too_many_items above this; default 10000 */
     int32_t max_sequence_tokens;   /* sequence_too_long above this; default context length */
+    lms_stop open_stop; /* polled while lms_engine_open converts the weights; default never */
 } lms_engine_options;
 
 void lms_engine_options_default(lms_engine_options *opt);

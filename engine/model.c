@@ -394,7 +394,8 @@ static lms_status check_all_used(const binder *b, lms_error *err)
     return LMS_OK;
 }
 
-lms_status lms_model_bind(lms_model *model, const lms_tensor_source *src, lms_error *err)
+lms_status lms_model_bind(lms_model *model, const lms_tensor_source *src, const lms_stop *stop,
+                          lms_error *err)
 {
     lms_status st = check_config(&model->cfg, err);
     if (st != LMS_OK) return st;
@@ -404,14 +405,13 @@ lms_status lms_model_bind(lms_model *model, const lms_tensor_source *src, lms_er
     if (st == LMS_OK) st = bind_globals(&b, err);
     if (st == LMS_OK) st = bind_layers(&b, err);
     if (st == LMS_OK) st = check_all_used(&b, err);
-    if (st == LMS_OK && !lms_convert_to_f32(b.jobs, b.n_jobs))
-        st = lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "conversion chunk table");
+    if (st == LMS_OK) st = lms_convert_to_f32(b.jobs, b.n_jobs, stop, err);
     free(b.jobs);
     free(b.used);
     return st;
 }
 
-lms_status lms_model_load(const char *path, lms_model **out, lms_error *err)
+lms_status lms_model_load(const char *path, const lms_stop *stop, lms_model **out, lms_error *err)
 {
     *out = NULL;
     struct stat st_buf;
@@ -424,8 +424,8 @@ lms_status lms_model_load(const char *path, lms_model **out, lms_error *err)
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "model");
     }
     model->cfg.rope_scale_linear = 1.0f;
-    lms_status st = S_ISDIR(st_buf.st_mode) ? lms_model_load_hf(model, path, err)
-                                            : lms_model_load_gguf(model, path, err);
+    lms_status st = S_ISDIR(st_buf.st_mode) ? lms_model_load_hf(model, path, stop, err)
+                                            : lms_model_load_gguf(model, path, stop, err);
     if (st != LMS_OK) {
         lms_model_free(model);
         return st;

@@ -62,24 +62,24 @@ typedef struct {
 } lms_model_config;
 
 typedef struct {
-    const float *attn_norm;          /* [d_model] */
-    const float *wq;                 /* [n_heads*head_dim, d_model] */
-    const float *wk, *wv;            /* [n_kv_heads*head_dim, d_model] */
-    const float *bq, *bk, *bv;       /* qwen2 only, else NULL */
-    const float *q_norm, *k_norm;    /* [head_dim], qwen3 only, else NULL */
-    const float *wo;                 /* [d_model, n_heads*head_dim] */
-    const float *ffn_norm;           /* [d_model] */
-    const float *w_gate, *w_up;      /* [d_ff, d_model] */
-    const float *w_down;             /* [d_model, d_ff] */
+    const float *attn_norm;       /* [d_model] */
+    const float *wq;              /* [n_heads*head_dim, d_model] */
+    const float *wk, *wv;         /* [n_kv_heads*head_dim, d_model] */
+    const float *bq, *bk, *bv;    /* qwen2 only, else NULL */
+    const float *q_norm, *k_norm; /* [head_dim], qwen3 only, else NULL */
+    const float *wo;              /* [d_model, n_heads*head_dim] */
+    const float *ffn_norm;        /* [d_model] */
+    const float *w_gate, *w_up;   /* [d_ff, d_model] */
+    const float *w_down;          /* [d_model, d_ff] */
 } lms_layer_weights;
 
 struct gguf_file;
 
 typedef struct lms_model {
     lms_model_config cfg;
-    const float *tok_embd;    /* [vocab_size, d_model] */
-    const float *output_norm; /* [d_model] */
-    const float *output;      /* [vocab_size, d_model]; == tok_embd when tied */
+    const float *tok_embd;     /* [vocab_size, d_model] */
+    const float *output_norm;  /* [d_model] */
+    const float *output;       /* [vocab_size, d_model]; == tok_embd when tied */
     lms_layer_weights *layers; /* [n_layers] */
 
     /* Where the model came from, for the tokenizer loader: exactly one of
@@ -90,7 +90,8 @@ typedef struct lms_model {
     struct lms_model_storage *storage; /* private: buffers and mappings */
 } lms_model;
 
-lms_status lms_model_load(const char *path, lms_model **out, lms_error *err);
+/* stop (may be NULL) is polled while stored weights are converted to f32. */
+lms_status lms_model_load(const char *path, const lms_stop *stop, lms_model **out, lms_error *err);
 void lms_model_free(lms_model *model);
 
 const char *lms_arch_name(lms_arch arch);

@@ -202,7 +202,8 @@ static lms_status read_config(const gguf_file *f, lms_model_config *c, lms_error
     return st;
 }
 
-lms_status lms_model_load_gguf(lms_model *model, const char *path, lms_error *err)
+lms_status lms_model_load_gguf(lms_model *model, const char *path, const lms_stop *stop,
+                               lms_error *err)
 {
     lms_status st = gguf_open(path, &model->gguf, err);
     if (st != LMS_OK) return st;
@@ -224,7 +225,7 @@ lms_status lms_model_load_gguf(lms_model *model, const char *path, lms_error *er
             .describe = gguf_source_describe,
             .ctx = f,
         };
-        st = lms_model_bind(model, &src, err);
+        st = lms_model_bind(model, &src, stop, err);
     }
     if (st != LMS_OK) lms_fail_context(err, "%s", path);
     return st;

@@ -456,7 +456,8 @@ static lms_status open_shards(lms_model *model, const char *dir, json_object **i
     return st;
 }
 
-static lms_status load_weights(lms_model *model, const char *dir, lms_error *err)
+static lms_status load_weights(lms_model *model, const char *dir, const lms_stop *stop,
+                               lms_error *err)
 {
     json_object *index = NULL;
     shard_list shards = {NULL, 0};
@@ -477,7 +478,7 @@ static lms_status load_weights(lms_model *model, const char *dir, lms_error *err
             .describe = hf_source_describe,
             .ctx = &tensors,
         };
-        st = lms_model_bind(model, &src, err);
+        st = lms_model_bind(model, &src, stop, err);
     }
     json_object_put(index);
     free(shards.files);
@@ -486,7 +487,8 @@ static lms_status load_weights(lms_model *model, const char *dir, lms_error *err
     return st;
 }
 
-lms_status lms_model_load_hf(lms_model *model, const char *dir, lms_error *err)
+lms_status lms_model_load_hf(lms_model *model, const char *dir, const lms_stop *stop,
+                             lms_error *err)
 {
     model->hf_dir = strdup(dir);
     if (!model->hf_dir) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "model directory name");
@@ -503,7 +505,7 @@ lms_status lms_model_load_hf(lms_model *model, const char *dir, lms_error *err)
         lms_fail_context(err, "%s", dir);
         return st;
     }
-    st = load_weights(model, dir, err);
+    st = load_weights(model, dir, stop, err);
     if (st != LMS_OK) lms_fail_context(err, "%s", dir);
     return st;
 }

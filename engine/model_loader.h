@@ -83,8 +83,10 @@ typedef struct {
 /* Format front-ends: fill model->cfg (everything but vocab_size may be
  * taken from the embedding when 0), open the files into model->gguf /
  * model->storage, then call lms_model_bind. */
-lms_status lms_model_load_gguf(lms_model *model, const char *path, lms_error *err);
-lms_status lms_model_load_hf(lms_model *model, const char *dir, lms_error *err);
+lms_status lms_model_load_gguf(lms_model *model, const char *path, const lms_stop *stop,
+                               lms_error *err);
+lms_status lms_model_load_hf(lms_model *model, const char *dir, const lms_stop *stop,
+                             lms_error *err);
 
 /* Stores a geometry value read as `key`, which must be in 1..INT32_MAX. */
 lms_status lms_model_set_dim(int32_t *dst, const char *key, int64_t value, lms_error *err);
@@ -96,7 +98,9 @@ void lms_model_set_name(lms_model *model, const char *name, size_t len, const ch
 lms_status lms_model_keep(lms_model *model, void *buffer, lms_error *err);
 /* Checks the geometry, then fills tok_embd, output_norm, output, layers and
  * cfg.rope_freq_factors / cfg.tied_embeddings from src. A config with
- * tied_embeddings already set ignores the output tensor if present. */
-lms_status lms_model_bind(lms_model *model, const lms_tensor_source *src, lms_error *err);
+ * tied_embeddings already set ignores the output tensor if present. stop
+ * (may be NULL) is polled while stored weights are converted. */
+lms_status lms_model_bind(lms_model *model, const lms_tensor_source *src, const lms_stop *stop,
+                          lms_error *err);
 
 #endif

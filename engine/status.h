@@ -40,4 +40,12 @@ lms_status lms_fail_context(lms_error *err, const char *fmt, ...)
 
 const char *lms_status_name(lms_status status);
 
+/* A caller's way to stop long work: should_stop is polled between pieces of
+ * it, possibly from several threads at once, and a non-zero answer abandons
+ * the work with LMS_ERR_CANCELLED. A NULL should_stop never stops. */
+typedef struct {
+    int (*should_stop)(void *ctx);
+    void *ctx;
+} lms_stop;
+
 #endif

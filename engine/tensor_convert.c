@@ -8,6 +8,8 @@
  */
 #include "tensor_convert.h"
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,14 +141,15 @@ static void convert_chunk(const chunk *c)
     }
 }
 
-bool lms_convert_to_f32(const lms_convert_job *jobs, size_t n_jobs)
+lms_status lms_convert_to_f32(const lms_convert_job *jobs, size_t n_jobs, const lms_stop *stop,
+                              lms_error *err)
 {
     size_t n_chunks = 0;
     for (size_t j = 0; j < n_jobs; j++)
         n_chunks += (jobs[j].n + CHUNK_ELEMENTS - 1) / CHUNK_ELEMENTS;
-    if (n_chunks == 0) return true;
+    if (n_chunks == 0) return LMS_OK;
     chunk *chunks = malloc(n_chunks * sizeof *chunks);
-    if (!chunks) return false;
+    if (!chunks) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "conversion chunk table");
     size_t k = 0;
     for (size_t j = 0; j < n_jobs; j++) {
         for (size_t first = 0; first < jobs[j].n; first += CHUNK_ELEMENTS) {
@@ -154,9 +157,18 @@ bool lms_convert_to_f32(const lms_convert_job *jobs, size_t n_jobs)
             chunks[k++] = (chunk){&jobs[j], first, left < CHUNK_ELEMENTS ? left : CHUNK_ELEMENTS};
         }
     }
+    atomic_bool stopped = false;
 #pragma omp parallel for schedule(dynamic, 1) if (n_chunks > 1)
-    for (size_t c = 0; c < n_chunks; c++)
+    for (size_t c = 0; c < n_chunks; c++) {
+        if (atomic_load_explicit(&stopped, memory_order_relaxed)) continue;
+        if (stop && stop->should_stop && stop->should_stop(stop->ctx)) {
+            atomic_store_explicit(&stopped, true, memory_order_relaxed);
+            continue;
+        }
         convert_chunk(&chunks[c]);
+    }
     free(chunks);
-    return true;
+    if (atomic_load(&stopped))
+        return lms_fail(err, LMS_ERR_CANCELLED, NULL, NULL, "stopped while converting the weights");
+    return LMS_OK;
 }

@@ -9,8 +9,9 @@
 #ifndef LMS_TENSOR_CONVERT_H
 #define LMS_TENSOR_CONVERT_H
 
-#include <stdbool.h>
 #include <stddef.h>
+
+#include "status.h"
 
 typedef enum {
     LMS_DTYPE_F32,
@@ -36,8 +37,10 @@ typedef struct {
 /* Runs all the jobs in one parallel region, in chunks handed out
  * dynamically: a model's few hundred tensors of very different sizes keep
  * every thread busy, with one barrier at the end instead of one per
- * tensor. Returns false (converting nothing) when the chunk table cannot be
- * allocated. */
-bool lms_convert_to_f32(const lms_convert_job *jobs, size_t n_jobs);
+ * tensor. stop (may be NULL) is polled before each chunk of 256 KB of
+ * output; once it says stop, the remaining chunks are skipped and the call
+ * fails with LMS_ERR_CANCELLED (the outputs are then partly written). */
+lms_status lms_convert_to_f32(const lms_convert_job *jobs, size_t n_jobs, const lms_stop *stop,
+                              lms_error *err);
 
 #endif

@@ -7,7 +7,9 @@
  * thread then waits for SIGTERM/SIGINT, ticking the systemd watchdog and
  * status. Drain: health NOT_SERVING, STOPPING=1, new scoring calls refused
  * (UNAVAILABLE), in-flight ones finish up to --drain-timeout, then the
- * server shuts down and the rest is cancelled.
+ * server shuts down and the rest is cancelled. A signal that arrives while
+ * the model loads stops the load at its next poll (the weights' conversion
+ * and the warm-up poll it) and the daemon exits as after a drain.
  */
 #include <grpc/grpc.h>
 #include <signal.h>
@@ -51,9 +53,21 @@ static void log_error(const char *what, const lms_error *err)
     log_end(&r);
 }
 
+/* SIGTERM or SIGINT is waiting. Every thread blocks both (see main), so
+ * they stay pending until the main thread takes them; until then, the model
+ * load polls this to stop early. Safe from any thread. */
+static int stop_signal_pending(void *ctx)
+{
+    (void)ctx;
+    sigset_t pending;
+    return sigpending(&pending) == 0 &&
+           (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1);
+}
+
 static void engine_options(const lmscored_config *cfg, lms_engine_options *eo)
 {
     lms_engine_options_default(eo);
+    eo->open_stop = (lms_stop){.should_stop = stop_signal_pending};
     eo->algorithm = cfg->algorithm;
     eo->max_packed_tokens = cfg->max_packed_tokens;
     eo->prefix_cache_bytes = cfg->prefix_cache_bytes;
@@ -74,17 +88,21 @@ static lms_status warm_up(lms_engine *engine, lms_error *err)
                              .n_items = 1,
                              .label_ids = &token,
                              .n_labels = 1};
+    lms_score_hooks hooks = {.should_stop = stop_signal_pending};
     lms_score_result res;
     memset(&res, 0, sizeof res);
-    lms_status st = lms_engine_score(engine, &req, NULL, &res, err);
+    lms_status st = lms_engine_score(engine, &req, &hooks, &res, err);
     lms_score_result_free(&res);
     return st;
 }
 
 static lms_status load_model(const lmscored_config *cfg, lms_engine **out, lms_error *err)
 {
-    int64_t delay = test_hook_ms("LMSCORE_TEST_LOAD_DELAY_MS");
-    if (delay > 0) sleep_ms(delay);
+    for (int64_t delay = test_hook_ms("LMSCORE_TEST_LOAD_DELAY_MS"); delay > 0; delay -= 10) {
+        if (stop_signal_pending(NULL))
+            return lms_fail(err, LMS_ERR_CANCELLED, NULL, NULL, "stopped during the load delay");
+        sleep_ms(delay < 10 ? delay : 10);
+    }
     lms_engine_options eo;
     engine_options(cfg, &eo);
     int64_t t0 = now_ms();
@@ -93,6 +111,7 @@ static lms_status load_model(const lmscored_config *cfg, lms_engine **out, lms_e
     st = warm_up(*out, err);
     if (st != LMS_OK) {
         lms_engine_close(*out);
+        *out = NULL;
         return lms_fail_context(err, "warm-up");
     }
     const lms_model_config *mc = lms_engine_model_config(*out);
@@ -195,7 +214,13 @@ static int run(const lmscored_config *cfg, const sigset_t *signals)
         systemd_init(&sd);
         systemd_status("loading the model");
         lms_engine *engine = NULL;
-        if (load_model(cfg, &engine, &err) != LMS_OK) {
+        lms_status loaded = load_model(cfg, &engine, &err);
+        if (loaded == LMS_ERR_CANCELLED) {
+            log_msg(LOG_INFO, "signal received while loading the model: stopping");
+            systemd_stopping();
+            atomic_store(&svc.phase, PHASE_DRAINING);
+            server_shutdown(srv, 0);
+        } else if (loaded != LMS_OK) {
             log_error("cannot load the model", &err);
             systemd_status("failed to load the model");
             atomic_store(&svc.phase, PHASE_DRAINING);

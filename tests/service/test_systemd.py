@@ -1,7 +1,8 @@
 """systemd notify protocol: the test owns the NOTIFY_SOCKET datagram socket and
 reads what lmscored says: READY=1 only after the model is loaded, STATUS=
 lines, WATCHDOG=1 every half WATCHDOG_USEC, STOPPING=1 on SIGTERM with every
-in-flight call answered; with a stalled worker (test hook) the pings stop.
+in-flight call answered; with a stalled worker (test hook) the pings stop;
+SIGTERM during the model load stops the load and the daemon.
 
 Logs under systemd: libsystemd sends journal records to the fixed path
 /run/systemd/journal/socket, so the daemon runs in a private mount namespace
@@ -139,6 +140,22 @@ def test_ready_status_watchdog_stopping(tmp_path):
                 assert len(c.result().items) == 20  # every in-flight call answered
     finally:
         d.stop_clean()
+        notify.close()
+
+
+def test_sigterm_while_loading_stops_the_load(tmp_path):
+    # The load would take 10 minutes; SIGTERM ends it at its next poll.
+    d, notify = start(tmp_path, {"LMSCORE_TEST_LOAD_DELAY_MS": "600000"})
+    try:
+        notify.wait_for("STATUS=loading the model", 60)
+        t0 = time.monotonic()
+        d.stop_clean()
+        assert time.monotonic() - t0 < 30
+        assert "signal received while loading the model" in d.log()
+        lines = [l for _, l in notify.lines()]
+        assert "STOPPING=1" in lines and "READY=1" not in lines, lines
+    finally:
+        d.stop(signal.SIGKILL)
         notify.close()
 
 

@@ -18,6 +18,8 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -300,7 +302,7 @@ static void expect_load_error(const char *path, lms_status status, const char *n
 {
     lms_model *m = (lms_model *)1;
     lms_error err = {0};
-    lms_status st = lms_model_load(path, &m, &err);
+    lms_status st = lms_model_load(path, NULL, &m, &err);
     if (st != status || !strstr(err.msg, needle))
         fail_msg("expected %s containing \"%s\", got %s: %s", lms_status_name(status), needle,
                  lms_status_name(st), err.msg);
@@ -311,7 +313,7 @@ static lms_model *load_ok(const char *path)
 {
     lms_model *m;
     lms_error err = {0};
-    if (lms_model_load(path, &m, &err) != LMS_OK) fail_msg("load failed: %s", err.msg);
+    if (lms_model_load(path, NULL, &m, &err) != LMS_OK) fail_msg("load failed: %s", err.msg);
     return m;
 }
 
@@ -393,6 +395,56 @@ static void test_gguf_qwen3_f32_used_in_place(void **state)
     lms_model_free(m);
     assert_int_equal(lms_alloc_current_bytes(), before);
     free_gguf(&w);
+    scratch_free(&s);
+}
+
+/* should_stop for lms_model_load: stops from the (limit + 1)-th poll on
+ * (never when limit < 0), counting the polls, which come from the
+ * conversion's threads. */
+typedef struct {
+    atomic_int polls;
+    int limit;
+} stop_after;
+
+static int stop_after_polls(void *ctx)
+{
+    stop_after *s = ctx;
+    int n = atomic_fetch_add(&s->polls, 1) + 1;
+    return s->limit >= 0 && n > s->limit;
+}
+
+static void test_conversion_stops_when_asked(void **state)
+{
+    (void)state;
+    scratch s;
+    scratch_init(&s);
+    geometry g = tiny(LMS_ARCH_QWEN3);
+    gguf_writer w;
+    build_gguf(&w, &g, &(gguf_options){GGML_TYPE_F16, false, NULL});
+    write_gguf(&w, s.path);
+    free_gguf(&w);
+
+    stop_after never = {.limit = -1};
+    lms_stop poll = {stop_after_polls, &never};
+    lms_model *m;
+    lms_error err = {0};
+    if (lms_model_load(s.path, &poll, &m, &err) != LMS_OK) fail_msg("load failed: %s", err.msg);
+    check_weights(m, &g);
+    lms_model_free(m);
+    int chunks = atomic_load(&never.polls);
+    assert_true(chunks > 3); /* one poll per chunk, at least one per tensor */
+
+    size_t before = lms_alloc_current_bytes();
+    stop_after three = {.limit = 3};
+    lms_stop stop = {stop_after_polls, &three};
+    m = (lms_model *)1;
+    assert_int_equal(lms_model_load(s.path, &stop, &m, &err), LMS_ERR_CANCELLED);
+    assert_null(m);
+    assert_non_null(strstr(err.msg, "stopped while converting"));
+    assert_int_equal(lms_alloc_current_bytes(), before); /* the converted buffers are freed */
+    assert_true(atomic_load(&three.polls) < chunks);     /* the rest was skipped, not polled */
+    print_message("conversion: %d chunks; stopped after %d polls\n", chunks,
+                  atomic_load(&three.polls));
     scratch_free(&s);
 }
 
@@ -983,6 +1035,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gguf_qwen3_f32_used_in_place),
         cmocka_unit_test(test_gguf_llama_converted_tied_with_rope_freqs),
+        cmocka_unit_test(test_conversion_stops_when_asked),
         cmocka_unit_test(test_gguf_qwen2_biases_and_linear_rope),
         cmocka_unit_test(test_gguf_errors),
         cmocka_unit_test(test_hf_qwen3_bf16_single_file),
