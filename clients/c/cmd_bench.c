@@ -4,6 +4,9 @@
  * immediately replaced); prints requests/s, items/s and the latency
  * percentiles of the calls that finished within the measured window (after
  * the warm-up), so throughput is completions per second of that window.
+ * Each answer's ServerTiming splits the latency: the wait for an engine
+ * worker (queue), the engine, and what is left outside the server's
+ * accounts (network, gRPC, decoding and encoding).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -148,6 +151,7 @@ typedef struct {
     grpc_byte_buffer *request;
     double measure_from, measure_until;
     latency_record latencies;
+    latency_record queued, engine, outside; /* the server's timing of each call */
     int64_t ok_calls, bad_responses;
     int64_t errors[GRPC_STATUS_UNAUTHENTICATED + 2]; /* by code; the last: unknown codes */
     rpc_status first_error;
@@ -166,12 +170,25 @@ static bool start_slot(bench_run *b, bench_slot *slot)
     return false;
 }
 
-/* Checks a successful response: it must score every item of the request. */
-static bool response_complete(const bench_run *b, grpc_byte_buffer *bb)
+static double seconds_of(const Google__Protobuf__Duration *d)
+{
+    return d ? (double)d->seconds + (double)d->nanos / 1e9 : 0.0;
+}
+
+/* Checks a successful response (it must score every item of the request)
+ * and reads the server's timing of it: queue, engine, and the three parts
+ * together (with preparing). */
+static bool response_complete(const bench_run *b, grpc_byte_buffer *bb, double server[3])
 {
     Lmscore__V1__ScoreResponse *resp =
         (Lmscore__V1__ScoreResponse *)rpc_unpack(&lmscore__v1__score_response__descriptor, bb);
     bool ok = resp && resp->n_items == (size_t)b->o->items;
+    if (ok) {
+        const Lmscore__V1__ServerTiming *t = resp->timing;
+        server[0] = t ? seconds_of(t->queue_time) : 0.0;
+        server[1] = t ? seconds_of(t->engine_time) : 0.0;
+        server[2] = server[0] + server[1] + (t ? seconds_of(t->prepare_time) : 0.0);
+    }
     if (resp) protobuf_c_message_free_unpacked(&resp->base, NULL);
     return ok;
 }
@@ -184,13 +201,18 @@ static void record(bench_run *b, bench_slot *slot, double now)
     grpc_byte_buffer_destroy(slot->sent);
     bool measured = now >= b->measure_from && now <= b->measure_until;
     if (resp) {
-        bool complete = response_complete(b, resp);
+        double server[3];
+        bool complete = response_complete(b, resp, server);
         grpc_byte_buffer_destroy(resp);
         if (!complete) {
             b->bad_responses++;
         } else if (measured) {
             b->ok_calls++;
-            if (!latency_add(&b->latencies, now - slot->started)) b->out_of_memory = true;
+            double latency = now - slot->started;
+            if (!latency_add(&b->latencies, latency) || !latency_add(&b->queued, server[0]) ||
+                !latency_add(&b->engine, server[1]) ||
+                !latency_add(&b->outside, latency - server[2]))
+                b->out_of_memory = true;
         }
         return;
     }
@@ -238,6 +260,15 @@ static json_object *errors_json(const bench_run *b)
     return obj;
 }
 
+/* {"p50": ms, "p99": ms} of one of the server's timings. */
+static json_object *percentiles_json(latency_record *rec)
+{
+    json_object *obj = json_object_new_object();
+    json_object_object_add(obj, "p50", pb_json_float(latency_percentile(rec, 50) * 1e3));
+    json_object_object_add(obj, "p99", pb_json_float(latency_percentile(rec, 99) * 1e3));
+    return obj;
+}
+
 static void report(bench_run *b)
 {
     const bench_options *o = b->o;
@@ -268,6 +299,11 @@ static void report(bench_run *b)
         json_object_object_add(lat, "max", pb_json_float(max));
         json_object_object_add(lat, "mean", pb_json_float(mean));
         json_object_object_add(obj, "latency_ms", lat);
+        json_object *server = json_object_new_object();
+        json_object_object_add(server, "queue", percentiles_json(&b->queued));
+        json_object_object_add(server, "engine", percentiles_json(&b->engine));
+        json_object_object_add(server, "outside", percentiles_json(&b->outside));
+        json_object_object_add(obj, "server_ms", server);
         json_object_object_add(obj, "errors", errors_json(b));
         output_json_line(stdout, obj);
         return;
@@ -281,6 +317,11 @@ static void report(bench_run *b)
            (long long)error_count(b));
     printf("latency ms: p50 %.2f  p95 %.2f  p99 %.2f  max %.2f  mean %.2f\n", p50, p95, p99, max,
            mean);
+    printf("server ms (p50/p99): queued %.2f/%.2f  engine %.2f/%.2f  outside the server "
+           "%.2f/%.2f\n",
+           latency_percentile(&b->queued, 50) * 1e3, latency_percentile(&b->queued, 99) * 1e3,
+           latency_percentile(&b->engine, 50) * 1e3, latency_percentile(&b->engine, 99) * 1e3,
+           latency_percentile(&b->outside, 50) * 1e3, latency_percentile(&b->outside, 99) * 1e3);
 }
 
 /* The vocabulary size, for drawing valid token ids; 0 when the call failed. */
@@ -327,6 +368,9 @@ static int run(const bench_options *o, const rpc_options *opts)
     }
     free(slots);
     latency_free(&b.latencies);
+    latency_free(&b.queued);
+    latency_free(&b.engine);
+    latency_free(&b.outside);
     rpc_close(&b.conn);
     return status;
 }

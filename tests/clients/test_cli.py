@@ -294,11 +294,18 @@ def test_bench_reports_throughput_and_latency(cli):
     assert math.isclose(result["items_per_s"], 4 * result["requests_per_s"], rel_tol=1e-6)
     lat = result["latency_ms"]
     assert 0 < lat["p50"] <= lat["p95"] <= lat["p99"] <= lat["max"]
+    # the server's timing splits each call's latency
+    server = result["server_ms"]
+    assert set(server) == {"queue", "engine", "outside"}
+    assert 0 < server["engine"]["p50"] <= lat["p50"]
+    assert 0 <= server["queue"]["p50"] <= server["queue"]["p99"]
+    assert 0 < server["outside"]["p50"] < lat["p50"]
 
 
 def test_bench_text_output(cli):
     out = ok(cli("bench", "--duration", 2, "--warmup", 0, "--items", 2, "--concurrency", 1))
     assert "items:" in out and "latency ms: p50" in out
+    assert re.search(r"server ms \(p50/p99\): queued [0-9.]+/[0-9.]+  engine [0-9.]+/[0-9.]+", out)
 
 
 def test_bench_counts_errors_and_fails_when_nothing_succeeds(cli):
