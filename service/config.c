@@ -37,8 +37,12 @@ static const option_spec options[] = {
      OPT_PATH, AT(tls_cert), 0, 0},
     {"tls-key", "LMSCORE_TLS_KEY", "PEM", "server private key (needs --tls-cert)", OPT_PATH,
      AT(tls_key), 0, 0},
-    {"workers", "LMSCORE_WORKERS", "N", "engine worker threads (default 2)", OPT_INT, AT(workers),
-     1, 256},
+    {"workers", "LMSCORE_WORKERS", "N",
+     "requests scored at once, each by its own worker (default 1)", OPT_INT, AT(workers), 1, 256},
+    {"threads", "LMSCORE_THREADS", "N",
+     "engine threads in all, split evenly among the workers (default: OMP_NUM_THREADS when set, "
+     "else the CPUs this process may use: its affinity mask capped by its cgroup CPU quota)",
+     OPT_INT, AT(threads), 0, 4096},
     {"queue-depth", "LMSCORE_QUEUE_DEPTH", "N",
      "scoring jobs that may wait for a worker; beyond it calls get RESOURCE_EXHAUSTED "
      "(default 64)",
@@ -83,7 +87,7 @@ static void defaults(lmscored_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     snprintf(cfg->listen, sizeof cfg->listen, "0.0.0.0:50051");
-    cfg->workers = 2;
+    cfg->workers = 1;
     cfg->queue_depth = 64;
     cfg->max_message_bytes = 16 << 20;
     cfg->max_items = 10000;

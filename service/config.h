@@ -18,6 +18,7 @@ typedef struct {
     char tls_cert[4096]; /* both or neither */
     char tls_key[4096];
     int workers;
+    int threads; /* engine threads in all; 0: OMP_NUM_THREADS, else the CPUs available */
     int queue_depth;
     int64_t max_message_bytes;
     int32_t max_items;

@@ -14,10 +14,12 @@
 #include <grpc/grpc.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "config.h"
+#include "cpus.h"
 #include "descriptors.h"
 #include "health.h"
 #include "log.h"
@@ -62,6 +64,43 @@ static int stop_signal_pending(void *ctx)
     sigset_t pending;
     return sigpending(&pending) == 0 &&
            (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1);
+}
+
+/* The engine threads in all: --threads, else OMP_NUM_THREADS (its first
+ * number: the variable may list one per nesting level), else the CPUs this
+ * process may use. *source says which. */
+static int thread_budget(const lmscored_config *cfg, const char **source)
+{
+    if (cfg->threads > 0) {
+        *source = "--threads";
+        return cfg->threads;
+    }
+    const char *omp = getenv("OMP_NUM_THREADS");
+    long n = omp ? strtol(omp, NULL, 10) : 0;
+    if (n > 0 && n <= 4096) {
+        *source = "OMP_NUM_THREADS";
+        return (int)n;
+    }
+    *source = "cpus";
+    return cpus_available();
+}
+
+/* Each worker's share of the thread budget, logged. */
+static int worker_threads(const lmscored_config *cfg)
+{
+    const char *source;
+    int budget = thread_budget(cfg, &source);
+    int per_worker = budget / cfg->workers > 0 ? budget / cfg->workers : 1;
+    log_record r;
+    log_begin(&r, budget < cfg->workers ? LOG_WARNING : LOG_INFO,
+              budget < cfg->workers ? "more workers than threads: the workers share CPUs"
+                                    : "engine threads");
+    log_int(&r, "workers", cfg->workers);
+    log_int(&r, "threads_per_worker", per_worker);
+    log_int(&r, "budget", budget);
+    log_str(&r, "from", source);
+    log_end(&r);
+    return per_worker;
 }
 
 static void engine_options(const lmscored_config *cfg, lms_engine_options *eo)
@@ -172,10 +211,11 @@ static int run(const lmscored_config *cfg, const sigset_t *signals)
     lms_error err = {0};
     descriptor_pool *pool = NULL;
     health *h = health_create();
-    service svc = {.cfg = cfg};
+    service svc = {.cfg = cfg, .worker_threads = worker_threads(cfg)};
     atomic_init(&svc.phase, PHASE_LOADING);
     if (!h || descriptor_pool_load_served(&pool, &err) != LMS_OK ||
-        worker_pool_start(cfg->workers, cfg->queue_depth, &svc.workers, &err) != LMS_OK) {
+        worker_pool_start(cfg->workers, svc.worker_threads, cfg->queue_depth, &svc.workers, &err) !=
+            LMS_OK) {
         log_error("startup failed", &err);
         if (pool) descriptor_pool_free(pool);
         if (h) health_free(h);

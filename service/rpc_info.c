@@ -107,6 +107,7 @@ static void on_get_model_info(call *c, const uint8_t *msg, size_t len)
     limits.max_message_bytes = cfg->max_message_bytes;
     limits.max_packed_tokens = eo->max_packed_tokens;
     limits.workers = cfg->workers;
+    limits.worker_threads = svc->worker_threads;
     limits.queue_depth = cfg->queue_depth;
     resp.limits = &limits;
 

@@ -19,6 +19,7 @@ typedef enum { PHASE_LOADING, PHASE_SERVING, PHASE_DRAINING } service_phase;
 typedef struct {
     const lmscored_config *cfg;
     worker_pool *workers;
+    int worker_threads; /* engine threads of each worker */
     lms_engine *engine; /* set before the phase becomes SERVING */
     atomic_int phase;
 } service;

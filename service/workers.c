@@ -3,6 +3,7 @@
  */
 #include "workers.h"
 
+#include <omp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@ struct worker_pool {
     int queued, queue_depth;
     bool stopping;
     int n_workers;
+    int threads_per_worker;
     int64_t stall_ms; /* test hook: each job first sleeps this long, without progress */
     worker *workers;
 };
@@ -48,6 +50,10 @@ static void *worker_main(void *arg)
     worker *w = arg;
     worker_pool *p = w->pool;
     tl_worker = w;
+    /* The thread's own OpenMP team size: libgomp gives every thread that
+     * opens a parallel region its own team, so N workers with the default
+     * (all CPUs each) would run N teams on the same CPUs. */
+    omp_set_num_threads(p->threads_per_worker);
     for (;;) {
         pthread_mutex_lock(&p->mu);
         while (!p->head && !p->stopping)
@@ -73,7 +79,8 @@ static void *worker_main(void *arg)
     }
 }
 
-lms_status worker_pool_start(int n_workers, int queue_depth, worker_pool **out, lms_error *err)
+lms_status worker_pool_start(int n_workers, int threads_per_worker, int queue_depth,
+                             worker_pool **out, lms_error *err)
 {
     worker_pool *p = calloc(1, sizeof *p);
     worker *ws = calloc((size_t)n_workers, sizeof *ws);
@@ -85,6 +92,7 @@ lms_status worker_pool_start(int n_workers, int queue_depth, worker_pool **out, 
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->has_work, NULL);
     p->queue_depth = queue_depth;
+    p->threads_per_worker = threads_per_worker;
     p->workers = ws;
     p->stall_ms = test_hook_ms("LMSCORE_TEST_STALL_WORKER_MS");
     if (p->stall_ms > 0) {

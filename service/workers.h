@@ -1,9 +1,8 @@
 /*
  * workers.h — the engine worker pool: N threads taking jobs from one
- * bounded FIFO. A full queue refuses the job (the caller answers
- * RESOURCE_EXHAUSTED) instead of growing. Each worker records when it last
- * made progress, so the systemd watchdog can tell a busy worker from a
- * stuck one.
+ * bounded FIFO, each computing with its share of the daemon's threads. A full queue refuses the job
+ * (the caller answers RESOURCE_EXHAUSTED) instead of growing. Each worker records when it last made
+ * progress, so the systemd watchdog can tell a busy worker from a stuck one.
  */
 #ifndef LMSCORED_WORKERS_H
 #define LMSCORED_WORKERS_H
@@ -21,7 +20,10 @@ typedef struct worker_job {
 
 typedef struct worker_pool worker_pool;
 
-lms_status worker_pool_start(int n_workers, int queue_depth, worker_pool **out, lms_error *err);
+/* Each worker computes with threads_per_worker OpenMP threads (which
+ * OpenBLAS follows too). */
+lms_status worker_pool_start(int n_workers, int threads_per_worker, int queue_depth,
+                             worker_pool **out, lms_error *err);
 /* Queues job; false when queue_depth jobs already wait or the pool stops. */
 bool worker_pool_submit(worker_pool *p, worker_job *job);
 /* Runs what is queued, then joins the workers and frees the pool. */

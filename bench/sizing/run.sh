@@ -1,7 +1,7 @@
 #!/bin/sh
 # run.sh — the replica-sizing numbers of docs/deployment.md: one lmscored
-# configured as the Kubernetes manifests configure a pod (OMP_NUM_THREADS =
-# the CPUs it may use, default workers), driven by `lmscore bench` over
+# configured as the Kubernetes manifests configure a pod (default workers,
+# and threads sized from the CPUs it may use), driven by `lmscore bench` over
 # loopback for each request shape of the table, at 1 and 2 calls in flight;
 # the better throughput is the replica's. `make bench` calls it.
 #
@@ -13,7 +13,7 @@ set -eu
 build=$1
 duration=${SIZING_DURATION:-40}
 cpus=$(nproc)
-export OMP_NUM_THREADS="$cpus"
+unset OMP_NUM_THREADS LMSCORE_THREADS LMSCORE_WORKERS
 cli=$build/clients/c/lmscore
 [ -x "$cli" ] || { echo "run.sh: $cli is missing (build the clients)" >&2; exit 1; }
 
@@ -59,7 +59,7 @@ print("| %s | %s | %d | %d × %d | %.1f (%d in flight) | %.0f / %.0f | %d | %d |
 }
 
 echo "Sizing: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $cpus CPUs," \
-    "OMP_NUM_THREADS=$cpus, lmscored default workers, ${duration} s per measurement," \
+    "lmscored's default workers and threads, ${duration} s per measurement," \
     "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| model | CPU per replica | Q | N × L | items/s per replica | p50 / p99 ms | replicas for 1,000 items/s | for 10,000 items/s |"

@@ -36,13 +36,16 @@ START_TIMEOUT = 180
 
 
 class Daemon:
-    def __init__(self, *args, env=None, binary=LMSCORED, wait_serving=True, model=MODEL):
+    def __init__(self, *args, env=None, binary=LMSCORED, wait_serving=True, model=MODEL,
+                 wrapper=()):
+        """wrapper: a command that execs the daemon (its argv follows), e.g.
+        taskset."""
         self.args = ["--model", model, "--listen", "127.0.0.1:0", *args]
         full_env = dict(os.environ)
         full_env.update(env or {})
         self.lines = []
         self._cv = threading.Condition()
-        self.proc = subprocess.Popen([binary, *self.args], stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen([*wrapper, binary, *self.args], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                      env=full_env, text=True, errors="replace")
         self._reader = threading.Thread(target=self._read, daemon=True)

@@ -270,7 +270,8 @@ def test_get_model_info(daemon, stub):
     assert info.delimiter_token_id == -1
     assert info.limits.max_items == 64
     assert info.limits.max_sequence_tokens == 96
-    assert info.limits.workers == 2 and info.limits.queue_depth == 64
+    assert info.limits.workers == 1 and info.limits.queue_depth == 64  # the defaults
+    assert info.limits.worker_threads >= 1
     assert info.limits.max_message_bytes == 16 << 20
     assert info.num_layers > 0 and info.hidden_size > 0
     assert info.num_attention_heads >= info.num_key_value_heads > 0
@@ -325,8 +326,9 @@ def test_bad_flags_fail_fast():
     assert out.returncode == 2 and "--workers" in out.stderr
     out = subprocess.run([LMSCORED, "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0
-    for flag in ["--model", "--listen", "--tls-cert", "--tls-key", "--workers", "--queue-depth",
-                 "--max-message-bytes", "--max-items", "--max-sequence-tokens", "--algorithm",
+    for flag in ["--model", "--listen", "--tls-cert", "--tls-key", "--workers", "--threads",
+                 "--queue-depth", "--max-message-bytes", "--max-items", "--max-sequence-tokens",
+                 "--algorithm",
                  "--multi-item-scoring-delimiter", "--max-packed-tokens", "--prefix-cache-bytes",
                  "--drain-timeout", "--log-format", "LMSCORE_MODEL"]:
         assert flag in out.stdout
@@ -336,13 +338,81 @@ def test_bad_flags_fail_fast():
     assert out.returncode == 1 and "cannot load the model" in out.stderr
 
 
+def limits_of(daemon):
+    with daemon.channel() as ch:
+        return score_pb2_grpc.ScoreServiceStub(ch).GetModelInfo(
+            score_pb2.GetModelInfoRequest(), timeout=30).limits
+
+
 def test_environment_and_flags():
     env = {"LMSCORE_WORKERS": "3", "LMSCORE_QUEUE_DEPTH": "7", "LMSCORE_MAX_ITEMS": "11",
            "LMSCORE_MAX_MESSAGE_BYTES": "2M", "LMSCORE_DRAIN_TIMEOUT": "500ms",
-           "LMSCORE_LOG_FORMAT": "json"}
-    with Daemon("--queue-depth", "9", env=env) as d, d.channel() as ch:
-        limits = score_pb2_grpc.ScoreServiceStub(ch).GetModelInfo(
-            score_pb2.GetModelInfoRequest(), timeout=30).limits
+           "LMSCORE_LOG_FORMAT": "json", "LMSCORE_THREADS": "7"}
+    with Daemon("--queue-depth", "9", env=env) as d:
+        limits = limits_of(d)
         assert (limits.workers, limits.queue_depth, limits.max_items) == (3, 9, 11)  # flag wins
         assert limits.max_message_bytes == 2 << 20
+        assert limits.worker_threads == 2  # 7 threads among 3 workers
         assert '"msg":"serving"' in d.log()  # JSON lines
+
+
+def test_threads_come_from_the_cpus_the_daemon_may_use():
+    # OMP_NUM_THREADS, when set, is the budget; else the affinity mask.
+    env = {"OMP_NUM_THREADS": "4"}
+    with Daemon("--workers", "2", env=env) as d:
+        assert limits_of(d).worker_threads == 2
+    env = {"OMP_NUM_THREADS": ""}
+    with Daemon("--workers", "1", env=env, wrapper=["taskset", "-c", "0"]) as d:
+        assert limits_of(d).worker_threads == 1
+    with Daemon("--workers", "3", "--threads", "2") as d:
+        assert limits_of(d).worker_threads == 1  # at least one each
+        assert "more workers than threads" in d.log()
+
+
+def cpu_cgroup_with_quota(cpus):
+    """A fresh cgroup limited to `cpus` CPUs (v1 cpu controller or v2
+    cpu.max) and the file a process joins it by, or None where this machine
+    will not let the test make one."""
+    name = f"lmscore-test-{os.getpid()}"
+    for parent, v2 in (("/sys/fs/cgroup/cpu", False), ("/sys/fs/cgroup", True)):
+        path = os.path.join(parent, name)
+        try:
+            if v2 and not os.path.exists(os.path.join(parent, "cgroup.controllers")):
+                continue
+            os.mkdir(path)
+        except OSError:
+            continue
+        try:
+            if v2:
+                with open(os.path.join(path, "cpu.max"), "w") as f:
+                    f.write(f"{cpus * 100000} 100000")
+            else:
+                with open(os.path.join(path, "cpu.cfs_period_us"), "w") as f:
+                    f.write("100000")
+                with open(os.path.join(path, "cpu.cfs_quota_us"), "w") as f:
+                    f.write(str(cpus * 100000))
+            return path
+        except OSError:
+            os.rmdir(path)
+    return None
+
+
+def test_threads_follow_the_cgroup_cpu_quota():
+    # A container's CPU limit is a cgroup quota: a 1-CPU limit means one
+    # thread, whatever the host has.
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one CPU: a 1-CPU quota would not show")
+    cgroup = cpu_cgroup_with_quota(1)
+    if cgroup is None:
+        pytest.skip("cannot make a cgroup with a CPU quota here (not root, or no cpu controller)")
+    try:
+        join = f'echo $$ > {cgroup}/cgroup.procs && exec "$@"'
+        with Daemon(env={"OMP_NUM_THREADS": ""}, wrapper=["sh", "-c", join, "sh"]) as d:
+            assert limits_of(d).worker_threads == 1
+    finally:
+        for _ in range(50):  # the daemon's exit leaves the cgroup empty shortly after
+            try:
+                os.rmdir(cgroup)
+                break
+            except OSError:
+                time.sleep(0.1)
