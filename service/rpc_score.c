@@ -176,7 +176,6 @@ typedef struct {
     lms_engine *engine;
     Lmscore__V1__ScoreRequest *req;
     bool stream;
-    int64_t queued_ns; /* when it was handed to the pool */
 } score_job;
 
 static void score_job_free(score_job *job)
@@ -192,7 +191,7 @@ static void score_job_run(worker_job *base)
     score_job *job = (score_job *)base;
     call *c = job->c;
     int64_t started = mono_ns();
-    score_timing timing = {.queue_ns = started - job->queued_ns};
+    score_timing timing = {.queue_ns = base->waited_ns};
     rpc_status st;
     if (call_should_stop(c)) {
         call_stopped_status(c, &st);
@@ -268,8 +267,7 @@ static void on_score_message(call *c, const uint8_t *msg, size_t len, bool strea
                            .c = c,
                            .engine = engine,
                            .req = req,
-                           .stream = stream,
-                           .queued_ns = mono_ns()};
+                           .stream = stream};
     if (!service_submit(svc, c, job ? &job->base : NULL)) {
         lmscore__v1__score_request__free_unpacked(req, NULL);
         free(job);
@@ -313,7 +311,6 @@ typedef struct {
     items_stream *s;
     Lmscore__V1__ScoreItemsRequest *msg; /* the header, or a batch */
     int64_t index_base;
-    int64_t queued_ns; /* when it was handed to the pool */
 } items_job;
 
 static void items_stream_free(void *state)
@@ -362,11 +359,7 @@ static bool items_start_job_locked(items_stream *s, Lmscore__V1__ScoreItemsReque
 {
     items_job *job = calloc(1, sizeof *job);
     if (job)
-        *job = (items_job){.base.run = items_job_run,
-                           .s = s,
-                           .msg = msg,
-                           .index_base = index_base,
-                           .queued_ns = mono_ns()};
+        *job = (items_job){.base.run = items_job_run, .s = s, .msg = msg, .index_base = index_base};
     s->job_running = true;
     if (service_submit(s->svc, s->c, job ? &job->base : NULL)) return true;
     s->job_running = false;
@@ -456,7 +449,7 @@ static void items_job_run(worker_job *base)
 {
     items_job *job = (items_job *)base;
     items_stream *s = job->s;
-    score_timing timing = {.queue_ns = mono_ns() - job->queued_ns};
+    score_timing timing = {.queue_ns = base->waited_ns};
     rpc_status st;
     bool ok;
     if (call_should_stop(s->c)) {

@@ -33,11 +33,16 @@ struct worker_pool {
 
 static _Thread_local worker *tl_worker;
 
-static int64_t now_ms(void)
+static int64_t now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t now_ms(void)
+{
+    return now_ns() / 1000000;
 }
 
 void worker_note_progress(void)
@@ -68,7 +73,9 @@ static void *worker_main(void *arg)
         p->queued--;
         pthread_mutex_unlock(&p->mu);
 
-        atomic_store(&w->progress_ms, now_ms());
+        int64_t started = now_ns();
+        job->waited_ns = started - job->submitted_ns;
+        atomic_store(&w->progress_ms, started / 1000000);
         atomic_store(&w->busy, true);
         if (p->stall_ms > 0) {
             struct timespec ts = {p->stall_ms / 1000, (p->stall_ms % 1000) * 1000000};
@@ -120,6 +127,7 @@ bool worker_pool_submit(worker_pool *p, worker_job *job)
     pthread_mutex_lock(&p->mu);
     bool ok = !p->stopping && p->queued < p->queue_depth;
     if (ok) {
+        job->submitted_ns = now_ns();
         job->next = NULL;
         if (p->tail)
             p->tail->next = job;

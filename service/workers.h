@@ -15,7 +15,10 @@
 typedef struct worker_job {
     /* Runs on a worker thread and takes the job over (frees it). */
     void (*run)(struct worker_job *job);
-    struct worker_job *next; /* the pool's queue link */
+    int64_t waited_ns; /* set for run: from worker_pool_submit to the start */
+    /* the pool's own */
+    struct worker_job *next;
+    int64_t submitted_ns;
 } worker_job;
 
 typedef struct worker_pool worker_pool;

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../engine/clock.h"
 #include "lmscore.h"
 #include "lmscore/v1/score.pb-c.h"
 #include "raw_floor.h"
@@ -42,9 +43,7 @@ typedef struct {
 
 static double now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+    return clock_seconds() * 1e3;
 }
 
 static int by_value(const void *a, const void *b)

@@ -16,9 +16,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "../engine/clock.h"
 #include "lmscore/v1/score.pb-c.h"
 
 struct raw_floor {
@@ -27,13 +27,6 @@ struct raw_floor {
     uint8_t *reply;
     size_t reply_cap;
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static int read_full(int fd, void *buf, size_t n)
 {
@@ -126,9 +119,9 @@ static int serve(int listen_fd, const char *model, const lms_score_request *req)
         payload = grown;
         lms_score_result res;
         memset(&res, 0, sizeof res);
-        double t0 = now_ms();
+        double t0 = clock_seconds();
         lms_status st = lms_engine_score(e, req, NULL, &res, &err);
-        double engine_ms = now_ms() - t0;
+        double engine_ms = (clock_seconds() - t0) * 1e3;
         size_t answer_len = 0;
         uint8_t *answer = st == LMS_OK ? pack_answer(&res, req, engine_ms, &answer_len) : NULL;
         lms_score_result_free(&res);

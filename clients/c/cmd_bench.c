@@ -170,11 +170,6 @@ static bool start_slot(bench_run *b, bench_slot *slot)
     return false;
 }
 
-static double seconds_of(const Google__Protobuf__Duration *d)
-{
-    return d ? (double)d->seconds + (double)d->nanos / 1e9 : 0.0;
-}
-
 /* Checks a successful response (it must score every item of the request)
  * and reads the server's timing of it: queue, engine, and the three parts
  * together (with preparing). */
@@ -185,9 +180,9 @@ static bool response_complete(const bench_run *b, grpc_byte_buffer *bb, double s
     bool ok = resp && resp->n_items == (size_t)b->o->items;
     if (ok) {
         const Lmscore__V1__ServerTiming *t = resp->timing;
-        server[0] = t ? seconds_of(t->queue_time) : 0.0;
-        server[1] = t ? seconds_of(t->engine_time) : 0.0;
-        server[2] = server[0] + server[1] + (t ? seconds_of(t->prepare_time) : 0.0);
+        server[0] = t ? output_duration_seconds(t->queue_time) : 0.0;
+        server[1] = t ? output_duration_seconds(t->engine_time) : 0.0;
+        server[2] = server[0] + server[1] + (t ? output_duration_seconds(t->prepare_time) : 0.0);
     }
     if (resp) protobuf_c_message_free_unpacked(&resp->base, NULL);
     return ok;

@@ -46,9 +46,9 @@ void output_json_line(FILE *out, json_object *obj)
     json_object_put(obj);
 }
 
-static double duration_ms(const Google__Protobuf__Duration *d)
+double output_duration_seconds(const Google__Protobuf__Duration *d)
 {
-    return d ? (double)d->seconds * 1e3 + (double)d->nanos / 1e6 : 0.0;
+    return d ? (double)d->seconds + (double)d->nanos / 1e9 : 0.0;
 }
 
 void output_call_summary(Lmscore__V1__Algorithm algorithm, const char *reason,
@@ -62,7 +62,8 @@ void output_call_summary(Lmscore__V1__Algorithm algorithm, const char *reason,
                 (long long)usage->cached_tokens);
     if (timing)
         fprintf(stderr, "; server: %.3f ms queued, %.3f ms preparing, %.3f ms in the engine",
-                duration_ms(timing->queue_time), duration_ms(timing->prepare_time),
-                duration_ms(timing->engine_time));
+                output_duration_seconds(timing->queue_time) * 1e3,
+                output_duration_seconds(timing->prepare_time) * 1e3,
+                output_duration_seconds(timing->engine_time) * 1e3);
     fputc('\n', stderr);
 }

@@ -23,6 +23,9 @@ json_object *output_item_json(int64_t index, const Lmscore__V1__ItemScores *item
 /* Prints obj on one line and releases it. */
 void output_json_line(FILE *out, json_object *obj);
 
+/* A ServerTiming duration in seconds; 0 when absent. */
+double output_duration_seconds(const Google__Protobuf__Duration *d);
+
 /* "algorithm: NAME (REASON); N prompt tokens, N computed, N cached; server:
  * Q ms queued, P ms preparing, E ms in the engine" on stderr. */
 void output_call_summary(Lmscore__V1__Algorithm algorithm, const char *reason,
