@@ -25,6 +25,7 @@ RUN apt-get update \
         libgomp1 \
         libgrpc29 \
         libjson-c5 \
+        libmicrohttpd12 \
         libopenblas0-openmp \
         libpcre2-8-0 \
         libprotobuf-c1 \

@@ -157,6 +157,17 @@ const lms_engine_options *lms_engine_options_get(const lms_engine *e)
     return &e->opt;
 }
 
+void lms_engine_cache_stats(lms_engine *e, lms_cache_stats *out)
+{
+    prefix_cache_stats s;
+    prefix_cache_stats_get(e->cache, &s);
+    *out = (lms_cache_stats){.hits = s.hits,
+                             .misses = s.misses,
+                             .evictions = s.evictions,
+                             .bytes = s.bytes,
+                             .max_bytes = s.max_bytes};
+}
+
 const lms_tokenizer *lms_engine_tokenizer(const lms_engine *e)
 {
     return e->tokenizer;

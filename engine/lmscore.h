@@ -100,6 +100,17 @@ const lms_engine_options *lms_engine_options_get(const lms_engine *engine);
 /* NULL when the checkpoint carries no tokenizer (token-id requests only). */
 const lms_tokenizer *lms_engine_tokenizer(const lms_engine *engine);
 
+/* The query prefix cache since the engine opened: lookups that found the
+ * query's KV (hits) or not (misses), entries evicted for room, and the bytes
+ * held against the budget. A ScoreItems-style session looks up once, at
+ * begin. */
+typedef struct {
+    int64_t hits, misses, evictions;
+    size_t bytes, max_bytes;
+} lms_cache_stats;
+
+void lms_engine_cache_stats(lms_engine *engine, lms_cache_stats *out);
+
 /* Validates then scores. On LMS_ERR_INVALID_ARGUMENT, err->reason is one of
  * empty_label_token_ids, negative_token_id, token_id_exceeds_vocab,
  * empty_query, delimiter_in_content, too_many_items, sequence_too_long and

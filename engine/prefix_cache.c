@@ -26,6 +26,7 @@ struct prefix_cache {
     pthread_mutex_t lock;
     prefix_cache_entry *head, *tail; /* head = most recent */
     size_t max_bytes, bytes;
+    int64_t hits, misses, evictions;
 };
 
 static uint64_t hash_tokens(const int32_t *t, int32_t n)
@@ -84,6 +85,7 @@ static void evict_for(prefix_cache *pc, size_t need)
         prefix_cache_entry *e = pc->tail;
         unlink_entry(pc, e);
         pc->bytes -= e->bytes;
+        pc->evictions++;
         e->in_cache = 0;
         if (e->pins == 0) entry_free(e);
     }
@@ -98,10 +100,10 @@ void prefix_cache_free(prefix_cache *pc)
     free(pc);
 }
 
-prefix_cache_entry *prefix_cache_lookup(prefix_cache *pc, const int32_t *tokens, int32_t n)
+/* The entry for these tokens, moved to the front; caller holds the lock. */
+static prefix_cache_entry *find_locked(prefix_cache *pc, const int32_t *tokens, int32_t n)
 {
     uint64_t h = hash_tokens(tokens, n);
-    pthread_mutex_lock(&pc->lock);
     prefix_cache_entry *e = pc->head;
     while (e && !(e->hash == h && e->n_tokens == n &&
                   memcmp(e->tokens, tokens, (size_t)n * sizeof *tokens) == 0))
@@ -109,10 +111,30 @@ prefix_cache_entry *prefix_cache_lookup(prefix_cache *pc, const int32_t *tokens,
     if (e) {
         unlink_entry(pc, e);
         push_front(pc, e);
+    }
+    return e;
+}
+
+prefix_cache_entry *prefix_cache_lookup(prefix_cache *pc, const int32_t *tokens, int32_t n)
+{
+    pthread_mutex_lock(&pc->lock);
+    prefix_cache_entry *e = find_locked(pc, tokens, n);
+    if (e) {
         e->pins++;
+        pc->hits++;
+    } else {
+        pc->misses++;
     }
     pthread_mutex_unlock(&pc->lock);
     return e;
+}
+
+bool prefix_cache_contains(prefix_cache *pc, const int32_t *tokens, int32_t n)
+{
+    pthread_mutex_lock(&pc->lock);
+    bool found = find_locked(pc, tokens, n) != NULL;
+    pthread_mutex_unlock(&pc->lock);
+    return found;
 }
 
 prefix_cache_entry *prefix_cache_insert(prefix_cache *pc, const int32_t *tokens, int32_t n,
@@ -156,4 +178,15 @@ void prefix_cache_release(prefix_cache *pc, prefix_cache_entry *e)
     int last = --e->pins == 0 && !e->in_cache;
     pthread_mutex_unlock(&pc->lock);
     if (last) entry_free(e);
+}
+
+void prefix_cache_stats_get(prefix_cache *pc, prefix_cache_stats *out)
+{
+    pthread_mutex_lock(&pc->lock);
+    *out = (prefix_cache_stats){.hits = pc->hits,
+                                .misses = pc->misses,
+                                .evictions = pc->evictions,
+                                .bytes = pc->bytes,
+                                .max_bytes = pc->max_bytes};
+    pthread_mutex_unlock(&pc->lock);
 }

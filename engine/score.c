@@ -484,8 +484,6 @@ static lms_algorithm choose(score_job *j, char *reason, size_t reason_size)
     }
     for (int32_t i = 0; i < r->n_items; i++)
         lens[i] = r->items[i].len;
-    prefix_cache_entry *hit = prefix_cache_lookup(e->cache, j->prefix, j->prefix_len);
-    prefix_cache_release(e->cache, hit);
     selector_input in = {
         .prefix_len = j->prefix_len,
         .n_items = r->n_items,
@@ -493,7 +491,7 @@ static lms_algorithm choose(score_job *j, char *reason, size_t reason_size)
         .row_period = e->row_period,
         .max_packed_tokens = e->opt.max_packed_tokens,
         .dense_mask_max_tokens = e->opt.dense_mask_max_tokens,
-        .prefix_cached = hit != NULL,
+        .prefix_cached = prefix_cache_contains(e->cache, j->prefix, j->prefix_len),
     };
     selector_choice ch;
     selector_choose(&e->model->cfg, &in, &ch);

@@ -9,11 +9,12 @@ set -eu
 # libomp-14-dev: clang's omp.h (clang builds link libgomp, but the header is LLVM's).
 BUILD="gcc g++ clang libomp-14-dev cmake make pkg-config git ca-certificates
  libgrpc-dev protobuf-compiler protobuf-c-compiler libprotobuf-c-dev
- libopenblas-openmp-dev libsystemd-dev libpcre2-dev libjson-c-dev libutf8proc-dev"
+ libopenblas-openmp-dev libsystemd-dev libpcre2-dev libjson-c-dev libutf8proc-dev
+ libmicrohttpd-dev"
 TEST="libcmocka-dev libclang-rt-14-dev llvm-14 python3 python3-numpy
  python3-grpcio python3-grpc-tools python3-protobuf python3-pytest
  gnuplot-nox systemd protobuf-compiler-grpc
- python3-yaml python3-seccomp openssl strace"
+ python3-yaml python3-seccomp openssl strace python3-prometheus-client"
 
 want="$BUILD"
 # node and npm fetch the pinned tokenizer packages; any install of them will do

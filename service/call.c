@@ -26,6 +26,7 @@ struct call {
     grpc_call *gc;
     const call_handler *h;
     char method[128];
+    int metrics_method;
     gpr_timespec deadline; /* GPR_CLOCK_MONOTONIC */
     gpr_timespec started;
     void *state;
@@ -78,6 +79,11 @@ const char *call_method(const call *c)
     return c->method;
 }
 
+int call_metrics_method(const call *c)
+{
+    return c->metrics_method;
+}
+
 void call_ref(call *c)
 {
     atomic_fetch_add(&c->refs, 1);
@@ -108,16 +114,19 @@ static void destroy(call *c)
         code = call_deadline_passed(c) ? GRPC_STATUS_DEADLINE_EXCEEDED : GRPC_STATUS_CANCELLED;
     else if (!c->finished)
         code = GRPC_STATUS_UNKNOWN;
-    metrics_call_finished(code);
+    /* A call stopped by its client or deadline carries no reason of ours. */
+    const char *reason = code == c->status.code ? c->status.reason : "";
+    gpr_timespec took = gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), c->started);
+    metrics_call_finished(c->metrics_method, code, reason,
+                          (int64_t)took.tv_sec * 1000000000 + took.tv_nsec);
     if (c->h && c->h->counts_as_scoring) metrics_scoring_call_leave();
 
     log_record r;
     log_begin(&r, LOG_DEBUG, "call finished");
     log_str(&r, "method", c->method);
     log_str(&r, "code", metrics_code_name(code));
-    log_fmt(&r, "ms", "%.3f",
-            gpr_timespec_to_micros(gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), c->started)) / 1e3);
-    if (code != GRPC_STATUS_OK && c->status.reason[0]) log_str(&r, "reason", c->status.reason);
+    log_fmt(&r, "ms", "%.3f", gpr_timespec_to_micros(took) / 1e3);
+    if (code != GRPC_STATUS_OK && reason[0]) log_str(&r, "reason", reason);
     log_end(&r);
 
     if (c->state && c->h && c->h->free_state) c->h->free_state(c->state);
@@ -405,6 +414,7 @@ void call_accept(grpc_call *gc, const call_handler *h, const char *method, gpr_t
     c->gc = gc;
     c->h = h;
     snprintf(c->method, sizeof c->method, "%s", method);
+    c->metrics_method = metrics_method_index(h ? h->path : NULL);
     c->deadline = gpr_convert_clock_type(deadline, GPR_CLOCK_MONOTONIC);
     c->started = gpr_now(GPR_CLOCK_MONOTONIC);
     atomic_init(&c->refs, 1); /* this function's own, dropped at the end */

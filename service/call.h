@@ -69,6 +69,8 @@ void *call_ctx(const call *c);
 void *call_state(const call *c);
 void call_set_state(call *c, void *state);
 const char *call_method(const call *c);
+/* The call's method as metrics_method_index numbers it. */
+int call_metrics_method(const call *c);
 void call_ref(call *c);
 void call_unref(call *c);
 

@@ -33,6 +33,10 @@ static const option_spec options[] = {
     {"listen", "LMSCORE_LISTEN", "HOST:PORT",
      "address to listen on; port 0 picks a free port (default 0.0.0.0:50051)", OPT_PATH, AT(listen),
      0, 0},
+    {"metrics-listen", "LMSCORE_METRICS_LISTEN", "HOST:PORT",
+     "serve Prometheus metrics over HTTP at http://HOST:PORT/metrics; port 0 picks a free port "
+     "(default: none)",
+     OPT_PATH, AT(metrics_listen), 0, 0},
     {"tls-cert", "LMSCORE_TLS_CERT", "PEM", "server certificate chain; serve TLS (needs --tls-key)",
      OPT_PATH, AT(tls_cert), 0, 0},
     {"tls-key", "LMSCORE_TLS_KEY", "PEM", "server private key (needs --tls-cert)", OPT_PATH,

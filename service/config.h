@@ -15,7 +15,8 @@
 typedef struct {
     char model_path[4096];
     char listen[256];
-    char tls_cert[4096]; /* both or neither */
+    char metrics_listen[256]; /* empty: no metrics endpoint */
+    char tls_cert[4096];      /* both or neither */
     char tls_key[4096];
     int workers;
     int threads; /* engine threads in all; 0: OMP_NUM_THREADS, else the CPUs available */

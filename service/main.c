@@ -24,6 +24,7 @@
 #include "health.h"
 #include "log.h"
 #include "metrics.h"
+#include "metrics_http.h"
 #include "reflection.h"
 #include "rpc_info.h"
 #include "rpc_score.h"
@@ -153,6 +154,7 @@ static lms_status load_model(const lmscored_config *cfg, lms_engine **out, lms_e
         *out = NULL;
         return lms_fail_context(err, "warm-up");
     }
+    metrics_model_loaded((double)(now_ms() - t0) / 1000.0);
     const lms_model_config *mc = lms_engine_model_config(*out);
     log_record r;
     log_begin(&r, LOG_INFO, "model loaded and warmed up");
@@ -232,17 +234,34 @@ static int run(const lmscored_config *cfg, const sigset_t *signals)
         &score.score,         &score.score_stream,     &score.score_items,      &info.tokenize,
         &info.get_model_info, health_check_handler(h), health_watch_handler(h), &refl.v1,
         &refl.v1alpha};
+    enum { N_HANDLERS = sizeof handlers / sizeof handlers[0] };
+    const char *paths[N_HANDLERS];
+    for (int i = 0; i < N_HANDLERS; i++)
+        paths[i] = handlers[i]->path;
+    metrics_init(paths, N_HANDLERS);
 
     server_options so = {.listen = cfg->listen,
                          .tls_cert = cfg->tls_cert,
                          .tls_key = cfg->tls_key,
                          .max_message_bytes = cfg->max_message_bytes};
     server *srv = NULL;
+    metrics_http *metrics = NULL;
     int rc = 0;
-    if (server_start(&so, handlers, sizeof handlers / sizeof handlers[0], &srv, &err) != LMS_OK) {
+    if (cfg->metrics_listen[0] &&
+        metrics_http_start(cfg->metrics_listen, &svc, &metrics, &err) != LMS_OK) {
+        log_error("cannot start the metrics server", &err);
+        rc = 1;
+    } else if (server_start(&so, handlers, N_HANDLERS, &srv, &err) != LMS_OK) {
         log_error("cannot start the gRPC server", &err);
         rc = 1;
     } else {
+        if (metrics) {
+            log_record r;
+            log_begin(&r, LOG_INFO, "metrics listening");
+            log_str(&r, "address", cfg->metrics_listen);
+            log_int(&r, "port", metrics_http_port(metrics));
+            log_end(&r);
+        }
         log_record r;
         log_begin(&r, LOG_INFO, "listening");
         log_str(&r, "address", cfg->listen);
@@ -275,11 +294,14 @@ static int run(const lmscored_config *cfg, const sigset_t *signals)
             serve_until_signal(signals, &sd, svc.workers);
             drain(&svc, h, srv, &sd);
         }
+        metrics_http_stop(metrics);
+        metrics = NULL;
         worker_pool_stop(svc.workers);
         svc.workers = NULL;
         server_destroy(srv);
         if (engine) lms_engine_close(engine);
     }
+    metrics_http_stop(metrics);
     if (svc.workers) worker_pool_stop(svc.workers);
     descriptor_pool_free(pool);
     health_free(h);
@@ -308,7 +330,6 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    metrics_init();
     call_layer_init(cfg.max_message_bytes);
     grpc_init();
     int rc = run(&cfg, &signals);

@@ -127,7 +127,8 @@ static bool run_engine(lms_engine *engine, lms_score_session *session, engine_ru
     run->engine_ns = mono_ns() - t0 - run->sending_ns;
     if (s == LMS_OK && run->stream && !send_unstreamed(run, res)) s = LMS_ERR_CANCELLED;
     if (s == LMS_OK) {
-        metrics_items_scored(res->n_items);
+        metrics_scored(res);
+        metrics_observe(call_metrics_method(run->c), METRICS_ENGINE_TIME, run->engine_ns);
         log_record r;
         log_begin(&r, LOG_DEBUG, "scored");
         log_str(&r, "method", call_method(run->c));

@@ -12,15 +12,23 @@ lms_engine *service_engine(service *svc, rpc_status *st)
     case PHASE_SERVING:
         return svc->engine;
     case PHASE_LOADING:
+        metrics_rejected(METRICS_REJECT_NOT_READY);
         rpc_status_set(st, GRPC_STATUS_UNAVAILABLE, "not_ready", NULL,
                        "the model is still loading; retry when health says SERVING");
         return NULL;
     case PHASE_DRAINING:
         break;
     }
+    metrics_rejected(METRICS_REJECT_DRAINING);
     rpc_status_set(st, GRPC_STATUS_UNAVAILABLE, "draining", NULL,
                    "the server is shutting down; retry on another replica");
     return NULL;
+}
+
+const char *service_model_precision(const lms_engine *engine)
+{
+    (void)engine; /* every weight is converted to f32 at load */
+    return "f32";
 }
 
 ProtobufCMessage *service_begin(service *svc, call *c, const ProtobufCMessageDescriptor *desc,
@@ -45,9 +53,11 @@ bool service_submit(service *svc, call *c, worker_job *job)
     }
     call_ref(c);
     metrics_job_enter();
+    job->metrics_method = call_metrics_method(c);
     if (worker_pool_submit(svc->workers, job)) return true;
     metrics_job_leave();
     call_unref(c);
+    metrics_rejected(METRICS_REJECT_QUEUE_FULL);
     rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, "queue_full", NULL,
                    "the server's work queue is full (%d jobs waiting); retry later",
                    svc->cfg->queue_depth);

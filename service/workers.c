@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "metrics.h"
 #include "test_hooks.h"
 
 typedef struct {
@@ -75,6 +76,7 @@ static void *worker_main(void *arg)
 
         int64_t started = now_ns();
         job->waited_ns = started - job->submitted_ns;
+        metrics_observe(job->metrics_method, METRICS_QUEUE_TIME, job->waited_ns);
         atomic_store(&w->progress_ms, started / 1000000);
         atomic_store(&w->busy, true);
         if (p->stall_ms > 0) {
@@ -139,6 +141,14 @@ bool worker_pool_submit(worker_pool *p, worker_job *job)
     }
     pthread_mutex_unlock(&p->mu);
     return ok;
+}
+
+int worker_pool_queued(worker_pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int n = p->queued;
+    pthread_mutex_unlock(&p->mu);
+    return n;
 }
 
 void worker_pool_stop(worker_pool *p)

@@ -15,7 +15,8 @@
 typedef struct worker_job {
     /* Runs on a worker thread and takes the job over (frees it). */
     void (*run)(struct worker_job *job);
-    int64_t waited_ns; /* set for run: from worker_pool_submit to the start */
+    int64_t waited_ns;  /* set for run: from worker_pool_submit to the start */
+    int metrics_method; /* set by the submitter: whose queue time the wait is */
     /* the pool's own */
     struct worker_job *next;
     int64_t submitted_ns;
@@ -29,6 +30,8 @@ lms_status worker_pool_start(int n_workers, int threads_per_worker, int queue_de
                              worker_pool **out, lms_error *err);
 /* Queues job; false when queue_depth jobs already wait or the pool stops. */
 bool worker_pool_submit(worker_pool *p, worker_job *job);
+/* Jobs waiting for a worker now. */
+int worker_pool_queued(worker_pool *p);
 /* Runs what is queued, then joins the workers and frees the pool. */
 void worker_pool_stop(worker_pool *p);
 

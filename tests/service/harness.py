@@ -126,6 +126,14 @@ class Daemon:
                 raise AssertionError(f"still in flight after {timeout}s: {st}")
             time.sleep(0.05)
 
+    def wait_jobs(self, n=1, timeout=60):
+        """Waits until at least n jobs are queued or running."""
+        deadline = time.monotonic() + timeout
+        while self.stats().in_flight_jobs < n:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"fewer than {n} jobs in flight after {timeout}s")
+            time.sleep(0.02)
+
     def rss_kb(self):
         with open(f"/proc/{self.proc.pid}/status") as f:
             for line in f:

@@ -279,10 +279,7 @@ def test_draining_refuses_new_calls_and_answers_in_flight_ones():
         with d.channel() as ch:
             stub = score_pb2_grpc.ScoreServiceStub(ch)
             in_flight = stub.Score.future(score_request(), timeout=300)
-            deadline = time.monotonic() + 60
-            while d.stats().in_flight_jobs < 1:
-                assert time.monotonic() < deadline
-                time.sleep(0.02)
+            d.wait_jobs()
             d.proc.send_signal(signal.SIGTERM)
             d.wait_for_log("draining", 60)
             expect_error(lambda: stub.Score(score_request(), timeout=60),

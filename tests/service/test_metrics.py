@@ -1,0 +1,312 @@
+"""The Prometheus endpoint (--metrics-listen): every documented family is
+exported in both exposition formats (parsed by prometheus_client's parsers),
+and the counters move by exactly what a known set of calls did — items,
+tokens (the responses' own usage), calls by method and code, errors by
+reason, engine calls by algorithm, histogram counts, prefix-cache hits,
+rejections (queue_full, draining) — and agree with GetModelInfo's stats,
+also after an `lmscore bench` load scraped while it ran.
+"""
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import grpc
+import pytest
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
+from prometheus_client.parser import text_string_to_metric_families as parse_text
+
+from harness import BUILD, Daemon, LMSCORED_TEST_HOOKS, error_info, tokens
+from lmscore.v1 import score_pb2, score_pb2_grpc
+
+SCORE = "Score"
+SERVICE = "lmscore.v1.ScoreService"
+ALGORITHMS = {score_pb2.ALGORITHM_SERIAL: "serial",
+              score_pb2.ALGORITHM_PACKED_DENSE: "packed_dense",
+              score_pb2.ALGORITHM_PACKED_SEGMENT: "packed_segment",
+              score_pb2.ALGORITHM_PREFILL_EXTEND: "prefill_extend"}
+
+# Every family docs/operations.md lists (name as the text format writes it).
+FAMILIES = {
+    "lmscore_requests_total": "counter",
+    "lmscore_requests_started_total": "counter",
+    "lmscore_errors_total": "counter",
+    "lmscore_rejections_total": "counter",
+    "lmscore_items_scored_total": "counter",
+    "lmscore_prompt_tokens_total": "counter",
+    "lmscore_computed_tokens_total": "counter",
+    "lmscore_cached_tokens_total": "counter",
+    "lmscore_engine_calls_total": "counter",
+    "lmscore_request_duration_seconds": "histogram",
+    "lmscore_queue_wait_seconds": "histogram",
+    "lmscore_engine_duration_seconds": "histogram",
+    "lmscore_in_flight_calls": "gauge",
+    "lmscore_in_flight_jobs": "gauge",
+    "lmscore_queue_depth": "gauge",
+    "lmscore_queue_capacity": "gauge",
+    "lmscore_workers": "gauge",
+    "lmscore_prefix_cache_hits_total": "counter",
+    "lmscore_prefix_cache_misses_total": "counter",
+    "lmscore_prefix_cache_evictions_total": "counter",
+    "lmscore_prefix_cache_bytes": "gauge",
+    "lmscore_prefix_cache_capacity_bytes": "gauge",
+    "lmscore_engine_memory_bytes": "gauge",
+    "process_resident_memory_bytes": "gauge",
+    "lmscore_model_load_seconds": "gauge",
+    "lmscore_uptime_seconds": "gauge",
+    "lmscore_build_info": "gauge",
+}
+
+
+class Metrics:
+    """One daemon's /metrics endpoint."""
+
+    def __init__(self, daemon):
+        line = daemon.wait_for_log(r'msg="metrics listening"', 60)
+        port = int(line.rsplit("port=", 1)[1].split()[0])
+        self.url = f"http://127.0.0.1:{port}/metrics"
+
+    def get(self, accept=None, method="GET", path="/metrics"):
+        req = urllib.request.Request(self.url.replace("/metrics", path), method=method)
+        if accept:
+            req.add_header("Accept", accept)
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.headers["Content-Type"], resp.read().decode()
+
+    def scrape(self):
+        """{(sample name, frozenset of labels): value} of one scrape."""
+        _, body = self.get()
+        return {(s.name, frozenset(s.labels.items())): s.value
+                for family in parse_text(body) for s in family.samples}
+
+
+def value(scrape, name, **labels):
+    return scrape.get((name, frozenset(labels.items())), 0.0)
+
+
+def delta(before, after, name, **labels):
+    return value(after, name, **labels) - value(before, name, **labels)
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    with Daemon("--metrics-listen", "127.0.0.1:0", "--max-items", "64") as d:
+        yield d
+
+
+@pytest.fixture(scope="module")
+def metrics(daemon):
+    return Metrics(daemon)
+
+
+@pytest.fixture(scope="module")
+def stub(daemon):
+    with daemon.channel() as ch:
+        yield score_pb2_grpc.ScoreServiceStub(ch)
+
+
+def items(n, seed=0):
+    return [tokens([100 + seed + i, 7, 8 + i % 3]) for i in range(n)]
+
+
+def test_off_by_default():
+    with Daemon() as d:
+        assert "metrics listening" not in d.log()
+
+
+def test_every_family_in_both_formats(stub, metrics):
+    stub.Score(score_pb2.ScoreRequest(query=tokens([1, 2, 3]), items=items(2),
+                                      label_token_ids=[5]), timeout=120)
+    ctype, body = metrics.get()
+    assert ctype.startswith("text/plain; version=0.0.4")
+    got = {f.name: f.type for f in parse_text(body)}
+    # the 0.0.4 parser strips _total from counter family names
+    want = {n[:-6] if t == "counter" else n: t for n, t in FAMILIES.items()}
+    assert {n: got.get(n) for n in want} == want
+    assert set(got) == set(want), "exported but not documented: update FAMILIES and the docs"
+
+    ctype, body = metrics.get(accept="application/openmetrics-text; version=1.0.0")
+    assert ctype.startswith("application/openmetrics-text; version=1.0.0")
+    assert body.endswith("# EOF\n")
+    assert {f.name: f.type for f in parse_openmetrics(body)} == got
+
+    info = value(metrics.scrape(), "lmscore_build_info", version="0.1.0", model="tiny-qwen3",
+                 architecture="qwen3", precision="f32", default_algorithm="auto",
+                 algorithms="serial,packed_dense,packed_segment,prefill_extend")
+    assert info == 1
+
+
+def test_only_get_metrics_is_served(metrics):
+    with pytest.raises(urllib.error.HTTPError) as e:
+        metrics.get(path="/")
+    assert e.value.code == 404
+    with pytest.raises(urllib.error.HTTPError) as e:
+        metrics.get(method="POST")
+    assert e.value.code == 405
+
+
+def test_counters_move_exactly_with_known_calls(daemon, stub, metrics):
+    daemon.wait_idle()
+    before = metrics.scrape()
+    usage = {"prompt": 0, "computed": 0, "cached": 0}
+
+    def add(u):
+        usage["prompt"] += u.prompt_tokens
+        usage["computed"] += u.computed_tokens
+        usage["cached"] += u.cached_tokens
+
+    # Score: 5 items under each algorithm; then the same query again with
+    # prefill_extend, whose prefill the prefix cache now serves.
+    query = tokens([11, 12, 13, 14, 15, 16])
+    for algorithm in ALGORITHMS:
+        r = stub.Score(score_pb2.ScoreRequest(query=query, items=items(5), label_token_ids=[5, 6],
+                                              algorithm=algorithm), timeout=120)
+        assert r.algorithm == algorithm
+        add(r.usage)
+    r = stub.Score(score_pb2.ScoreRequest(query=query, items=items(3, 50), label_token_ids=[5],
+                                          algorithm=score_pb2.ALGORITHM_PREFILL_EXTEND),
+                   timeout=120)
+    assert r.usage.cached_tokens > 0
+    add(r.usage)
+    # ScoreStream: 7 items
+    chunks = list(stub.ScoreStream(score_pb2.ScoreRequest(
+        query=tokens([21, 22]), items=items(7), label_token_ids=[5]), timeout=120))
+    assert sum(len(c.chunk.item_indices) for c in chunks[:-1]) == 7
+    add(chunks[-1].summary.usage)
+    # ScoreItems: batches of 2, 3 and 4 items
+    header = score_pb2.ScoreItemsHeader(query=tokens([31, 32, 33]), label_token_ids=[5])
+    msgs = [score_pb2.ScoreItemsRequest(header=header)] + [
+        score_pb2.ScoreItemsRequest(items=score_pb2.ItemBatch(items=items(n, 10 * n)))
+        for n in (2, 3, 4)]
+    out = list(stub.ScoreItems(iter(msgs), timeout=120))
+    assert out[-1].summary.item_count == 9
+    add(out[-1].summary.usage)
+    # Tokenize, and one invalid Score
+    stub.Tokenize(score_pb2.TokenizeRequest(text="hello"), timeout=60)
+    with pytest.raises(grpc.RpcError) as e:
+        stub.Score(score_pb2.ScoreRequest(query=query, items=[tokens([10 ** 9])],
+                                          label_token_ids=[5]), timeout=60)
+    assert error_info(e.value).reason == "token_id_exceeds_vocab"
+
+    stats = daemon.wait_idle()
+    after = metrics.scrape()
+    d = lambda name, **labels: delta(before, after, name, **labels)  # noqa: E731
+
+    assert d("lmscore_items_scored_total") == 4 * 5 + 3 + 7 + 9
+    assert d("lmscore_prompt_tokens_total") == usage["prompt"]
+    assert d("lmscore_computed_tokens_total") == usage["computed"]
+    assert d("lmscore_cached_tokens_total") == usage["cached"]
+    # one engine call per Score/ScoreStream call and per ScoreItems batch
+    assert sum(d("lmscore_engine_calls_total", algorithm=a) for a in ALGORITHMS.values()) == 4 + 1 + 1 + 3
+    assert d("lmscore_engine_calls_total", algorithm="prefill_extend") >= 2
+    assert d("lmscore_prefix_cache_hits_total") >= 1
+
+    def calls(method, code="OK"):
+        return d("lmscore_requests_total", service=SERVICE, method=method, code=code)
+    assert calls("Score") == 5 and calls("Score", "INVALID_ARGUMENT") == 1
+    assert calls("ScoreStream") == 1 and calls("ScoreItems") == 1 and calls("Tokenize") == 1
+    assert d("lmscore_errors_total", code="INVALID_ARGUMENT", reason="token_id_exceeds_vocab") == 1
+
+    def count(family, method):
+        return d(family + "_count", service=SERVICE, method=method)
+    assert count("lmscore_request_duration_seconds", SCORE) == 6
+    assert count("lmscore_queue_wait_seconds", SCORE) == 6  # the invalid one queued too
+    assert count("lmscore_engine_duration_seconds", SCORE) == 5
+    assert count("lmscore_queue_wait_seconds", "ScoreItems") == 4  # header + 3 batches
+    assert count("lmscore_engine_duration_seconds", "ScoreItems") == 3
+    assert count("lmscore_queue_wait_seconds", "Tokenize") == 1
+    buckets = value(after, "lmscore_request_duration_seconds_bucket", service=SERVICE,
+                    method=SCORE, le="+Inf")
+    assert buckets == value(after, "lmscore_request_duration_seconds_count", service=SERVICE,
+                            method=SCORE)
+
+    # the exposition and GetModelInfo count with the same counters
+    assert value(after, "lmscore_items_scored_total") == stats.items_total
+    assert value(after, "lmscore_errors_total", code="INVALID_ARGUMENT",
+                 reason="token_id_exceeds_vocab") <= stats.errors_by_code["INVALID_ARGUMENT"]
+    assert value(after, "lmscore_in_flight_calls") == 0
+    assert value(after, "lmscore_in_flight_jobs") == 0
+
+
+def test_scrapes_under_bench_load_stay_consistent(daemon, stub, metrics):
+    daemon.wait_idle()
+    before = metrics.scrape()
+    bench = subprocess.Popen(
+        [os.path.join(BUILD, "clients", "c", "lmscore"), "bench", "--target", daemon.target,
+         "--concurrency", "8", "--duration", "4", "--warmup", "0", "--items", "6", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    during = []
+    while bench.poll() is None:
+        during.append(metrics.scrape())
+        time.sleep(0.2)
+    out, err = bench.communicate(timeout=120)
+    assert bench.returncode == 0, err
+    result = json.loads(out)
+    stats = daemon.wait_idle()
+    after = metrics.scrape()
+
+    assert len(during) >= 5
+    assert any(value(s, "lmscore_in_flight_calls") > 0 for s in during)
+    for name in FAMILIES:
+        if name.endswith("_seconds") and FAMILIES[name] == "histogram":
+            name += "_count"
+        assert any(k[0] == name for k in during[-1]), f"{name} missing under load"
+    # counters never go back between scrapes
+    series = [k for k in during[0] if k[0].endswith("_total")]
+    for a, b in zip(during, during[1:]):
+        assert all(b.get(k, 0) >= a[k] for k in series)
+
+    calls = delta(before, after, "lmscore_requests_total", service=SERVICE, method=SCORE,
+                  code="OK")
+    assert calls >= result["requests"] > 0
+    assert delta(before, after, "lmscore_items_scored_total") == 6 * calls
+    assert value(after, "lmscore_items_scored_total") == stats.items_total
+    assert value(after, "lmscore_requests_started_total") <= stats.requests_total
+
+
+def test_rejections_queue_full_and_draining():
+    # One worker whose every job stalls 3 s and a queue of one: of four calls
+    # sent at once at least two are refused (queue_full). Then SIGTERM while
+    # one call is still in flight: a new call is refused (draining), and the
+    # endpoint still answers during the drain.
+    env = {"LMSCORE_TEST_STALL_WORKER_MS": "3000"}
+    d = Daemon("--workers", "1", "--queue-depth", "1", "--drain-timeout", "60s",
+               "--metrics-listen", "127.0.0.1:0", binary=LMSCORED_TEST_HOOKS, env=env)
+    try:
+        m = Metrics(d)
+        with d.channel() as ch:
+            stub = score_pb2_grpc.ScoreServiceStub(ch)
+            req = score_pb2.ScoreRequest(query=tokens([1, 2]), items=items(1),
+                                         label_token_ids=[5])
+            calls = [stub.Score.future(req, timeout=300) for _ in range(4)]
+            refused = 0
+            for c in calls:
+                try:
+                    c.result()
+                except grpc.RpcError as e:
+                    assert error_info(e).reason == "queue_full"
+                    refused += 1
+            assert refused >= 2
+            d.wait_idle()
+            s = m.scrape()
+            assert value(s, "lmscore_rejections_total", reason="queue_full") == refused
+            assert value(s, "lmscore_errors_total", code="RESOURCE_EXHAUSTED",
+                         reason="queue_full") == refused
+            assert value(s, "lmscore_queue_capacity") == 1
+
+            in_flight = stub.Score.future(req, timeout=300)
+            d.wait_jobs()
+            d.proc.send_signal(signal.SIGTERM)
+            d.wait_for_log("draining", 60)
+            with pytest.raises(grpc.RpcError) as e:
+                stub.Score(req, timeout=60)
+            assert error_info(e.value).reason == "draining"
+            s = m.scrape()
+            assert value(s, "lmscore_rejections_total", reason="draining") == 1
+            assert value(s, "lmscore_in_flight_calls") == 1
+            assert in_flight.result().items
+    finally:
+        d.stop_clean()
