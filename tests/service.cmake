@@ -56,7 +56,7 @@ add_test(NAME service.npm
                  ${SERVICE_TEST_DIR}/node)
 set_tests_properties(service.npm PROPERTIES FIXTURES_SETUP service_npm TIMEOUT 600)
 
-foreach(suite rpc errors health systemd reflection stream load metrics)
+foreach(suite rpc errors error_reasons health systemd reflection stream load metrics)
   add_test(NAME service.${suite}
     COMMAND ${PYTHON3} -m pytest -q -p no:cacheprovider -rfE
             ${CMAKE_SOURCE_DIR}/tests/service/test_${suite}.py)
