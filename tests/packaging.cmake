@@ -9,7 +9,7 @@ add_test(NAME packaging.npm_tools
          COMMAND sh ${PACKAGING_TESTS}/install_npm_tools.sh ${PACKAGING_NPM})
 set_tests_properties(packaging.npm_tools PROPERTIES FIXTURES_SETUP packaging_npm TIMEOUT 600)
 
-foreach(suite systemd_unit sandbox dockerfile k8s)
+foreach(suite systemd_unit sandbox dockerfile k8s dashboard)
   add_test(NAME packaging.${suite}
     COMMAND ${PYTHON3} -m pytest -q -p no:cacheprovider -rfE ${PACKAGING_TESTS}/test_${suite}.py)
   set_tests_properties(packaging.${suite} PROPERTIES

@@ -1,13 +1,19 @@
 """conftest.py — where the packaging tests find things: the source tree, the
 build tree (LMSCORE_BUILD_DIR, with the built binaries and models), the pinned
-npm tools (LMSCORE_NPM_TOOLS, installed by install_npm_tools.sh) and the
-daemon's own list of LMSCORE_* variables."""
+npm tools (LMSCORE_NPM_TOOLS, installed by install_npm_tools.sh), the
+daemon's own list of LMSCORE_* variables and the metrics it exports (one
+scrape of a real lmscored after a Score call)."""
 
+import collections
 import os
 import re
+import signal
 import subprocess
+import time
+import urllib.request
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 SOURCE_DIR = os.environ.get(
     "LMSCORE_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -51,3 +57,46 @@ def daemon_env_names(build_dir):
 def read(path):
     with open(path, encoding="utf-8") as f:
         return f.read()
+
+
+ExportedMetrics = collections.namedtuple("ExportedMetrics", "families labels")
+
+
+@pytest.fixture(scope="session")
+def exported_metrics(build_dir, tmp_path_factory):
+    """What lmscored's /metrics serves once it has answered one Score call:
+    .families (family names as the text format writes them, counters with
+    _total) and .labels (sample name -> the label names it carries)."""
+    log_path = tmp_path_factory.mktemp("lmscored") / "log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [os.path.join(build_dir, "service", "lmscored"), "--model",
+             os.path.join(build_dir, "models", "tiny-qwen3.gguf"), "--listen", "127.0.0.1:0",
+             "--metrics-listen", "127.0.0.1:0"], stdout=log, stderr=subprocess.STDOUT,
+            env={k: v for k, v in os.environ.items() if not k.startswith("LMSCORE_")})
+    try:
+        ports = {}
+        deadline = time.monotonic() + 180
+        while len(ports) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, read(log_path)
+            ports = dict(re.findall(r'msg="(metrics listening|listening)".*?port=(\d+)',
+                                    read(log_path)))
+            time.sleep(0.05)
+        cli = os.path.join(build_dir, "clients", "c", "lmscore")
+        target = ["--target", "127.0.0.1:" + ports["listening"]]
+        subprocess.run([cli, "health", *target, "--wait", "180"], check=True, timeout=240,
+                       capture_output=True)
+        subprocess.run([cli, "score", *target, "--query", "Is it?", "--item", " yes",
+                        "--label", " yes"], check=True, timeout=120, capture_output=True)
+        url = f"http://127.0.0.1:{ports['metrics listening']}/metrics"
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            body = resp.read().decode()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+    families, labels = set(), collections.defaultdict(set)
+    for family in text_string_to_metric_families(body):
+        families.add(family.name + ("_total" if family.type == "counter" else ""))
+        for sample in family.samples:
+            labels[sample.name] |= set(sample.labels)
+    return ExportedMetrics(families, dict(labels))

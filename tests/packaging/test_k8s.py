@@ -3,7 +3,8 @@ resources and images, the same as `kubectl kustomize` where kubectl is
 installed), validated against the Kubernetes API schemas (npm
 kubernetes-models), and held to the deployment's policies: gRPC probes on the
 served port, non-root read-only pods without capabilities, resources set,
-selectors that match, an HPA and PDB on the Deployment, flags from the
+selectors that match, an HPA (on an exported metric, with CPU as fallback)
+and PDB on the Deployment, a PodMonitor on the metrics port, flags from the
 ConfigMap."""
 
 import glob
@@ -18,6 +19,8 @@ import yaml
 from conftest import read
 
 GRPC_PORT = 50051
+METRICS_PORT = 9464
+CONFIG = "lmscored-config"
 
 
 def load_docs(path):
@@ -37,13 +40,30 @@ def apply_images(doc, images):
     return doc
 
 
+def generate_config_map(k8s_dir, generator):
+    """kustomize's configMapGenerator for files, without the name hash."""
+    unsupported = set(generator) - {"name", "files", "options"}
+    assert not unsupported, f"generate_config_map() knows no {unsupported}"
+    options = generator.get("options", {})
+    assert options.get("disableNameSuffixHash") is True, "the name hash is not emulated"
+    data = {}
+    for path in generator["files"]:
+        data[os.path.basename(path)] = read(os.path.join(k8s_dir, path))
+    metadata = {"name": generator["name"]}
+    if options.get("labels"):
+        metadata["labels"] = dict(options["labels"])
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
+
+
 def render(k8s_dir):
     kustomization = load_docs(os.path.join(k8s_dir, "kustomization.yaml"))[0]
-    unsupported = set(kustomization) - {"apiVersion", "kind", "resources", "images"}
+    unsupported = set(kustomization) - {"apiVersion", "kind", "resources", "images",
+                                        "configMapGenerator"}
     assert not unsupported, f"render() knows no {unsupported}: extend it or compare with kubectl"
     docs = []
     for resource in kustomization["resources"]:
         docs += load_docs(os.path.join(k8s_dir, resource))
+    docs += [generate_config_map(k8s_dir, g) for g in kustomization.get("configMapGenerator", [])]
     return [apply_images(d, kustomization.get("images", [])) for d in docs]
 
 
@@ -122,6 +142,21 @@ def test_container_serves_the_grpc_port(container):
     assert {"name": "grpc", "containerPort": GRPC_PORT, "protocol": "TCP"} in container["ports"]
 
 
+def test_container_serves_the_metrics_port(docs, container):
+    assert {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"} \
+        in container["ports"]
+    listen = one(docs, "ConfigMap", CONFIG)["data"]["LMSCORE_METRICS_LISTEN"]
+    assert listen == f"0.0.0.0:{METRICS_PORT}"
+
+
+def test_podmonitor_scrapes_the_metrics_port(docs, deployment):
+    spec = one(docs, "PodMonitor")["spec"]
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert spec["selector"]["matchLabels"].items() <= pod_labels.items()
+    (endpoint,) = spec["podMetricsEndpoints"]
+    assert endpoint["port"] == "metrics" and endpoint["path"] == "/metrics"
+
+
 def test_pod_runs_non_root_read_only_without_capabilities(deployment, container):
     pod_sc = deployment["spec"]["template"]["spec"]["securityContext"]
     sc = container["securityContext"]
@@ -148,7 +183,7 @@ def test_resources_are_set(container):
 def test_threads_follow_the_cpu_limit(docs, container):
     # lmscored sizes its threads from the cgroup quota the CPU limit sets; a
     # thread count in the ConfigMap would have to agree with it.
-    config = one(docs, "ConfigMap")["data"]
+    config = one(docs, "ConfigMap", CONFIG)["data"]
     limit = int(container["resources"]["limits"]["cpu"])
     for key in ("LMSCORE_THREADS", "OMP_NUM_THREADS"):
         if key in config:
@@ -161,6 +196,7 @@ def test_selectors_match_the_pod_labels(docs, deployment):
     selectors = [deployment["spec"]["selector"]["matchLabels"],
                  one(docs, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"]]
     selectors += [s["spec"]["selector"] for s in docs if s["kind"] == "Service"]
+    selectors.append(one(docs, "PodMonitor")["spec"]["selector"]["matchLabels"])
     for selector in selectors:
         assert selector and selector.items() <= pod_labels.items(), selector
 
@@ -185,8 +221,19 @@ def test_hpa_and_pdb_target_the_deployment(docs, deployment):
     assert pdb["minAvailable"] < hpa["minReplicas"], "a PDB as large as the fleet blocks drains"
 
 
+def test_hpa_scales_on_an_exported_metric_with_cpu_fallback(docs, exported_metrics):
+    metrics = one(docs, "HorizontalPodAutoscaler")["spec"]["metrics"]
+    custom = [m["pods"] for m in metrics if m["type"] == "Pods"]
+    assert custom, "no custom (Pods) metric"
+    for m in custom:
+        assert m["metric"]["name"] in exported_metrics.families, m
+        assert m["target"]["type"] == "AverageValue"
+    cpu = [m["resource"] for m in metrics if m["type"] == "Resource"]
+    assert [c["name"] for c in cpu] == ["cpu"] and cpu[0]["target"]["type"] == "Utilization"
+
+
 def test_flags_come_from_the_configmap(docs, container, daemon_env_names):
-    config = one(docs, "ConfigMap")
+    config = one(docs, "ConfigMap", CONFIG)
     assert {"configMapRef": {"name": config["metadata"]["name"]}} in container["envFrom"]
     for key in config["data"]:
         assert key in daemon_env_names or key.startswith("OMP_"), key
@@ -212,7 +259,7 @@ def seconds(duration):
 
 
 def test_grace_period_covers_the_pause_and_the_drain(docs, deployment, container):
-    drain = seconds(one(docs, "ConfigMap")["data"]["LMSCORE_DRAIN_TIMEOUT"])
+    drain = seconds(one(docs, "ConfigMap", CONFIG)["data"]["LMSCORE_DRAIN_TIMEOUT"])
     pause = int(container["lifecycle"]["preStop"]["exec"]["command"][-1])
     grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
     assert grace > pause + drain

@@ -1,6 +1,7 @@
 // validate_k8s.mjs — validates rendered Kubernetes manifests against the API's
 // JSON schemas (the npm package kubernetes-models, generated from the
-// Kubernetes OpenAPI spec). Usage: node validate_k8s.mjs RENDERED.yaml
+// Kubernetes OpenAPI spec; the Prometheus Operator's CRDs from
+// @kubernetes-models/prometheus-operator). Usage: node validate_k8s.mjs RENDERED.yaml
 // Prints one line per object; exits 1 if any object is invalid or unknown.
 import { readFileSync } from "node:fs";
 import yaml from "js-yaml";
@@ -12,7 +13,10 @@ for (const doc of docs) {
     let model;
     try {
         // "v1" is the core group; "apps/v1" → kubernetes-models/apps/v1/Deployment
-        model = await import(`kubernetes-models/${doc.apiVersion}/${doc.kind}`);
+        const pkg = doc.apiVersion.startsWith("monitoring.coreos.com/")
+            ? "@kubernetes-models/prometheus-operator"
+            : "kubernetes-models";
+        model = await import(`${pkg}/${doc.apiVersion}/${doc.kind}`);
     } catch (e) {
         console.log(`FAIL ${name}: no schema for ${doc.apiVersion} ${doc.kind}`);
         failures++;
