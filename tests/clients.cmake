@@ -6,6 +6,9 @@
 #                   ${CMAKE_BINARY_DIR}/clients/python by the python-client target
 #   clients.tls     a TLS daemon (openssl-made CA) through the CLI and Python
 #   clients.balancing two daemons behind one target: round_robin spreads calls
+#   clients.python_package  the Python client installed by pip from its source
+#                   directory, and as a wheel built with python3 -m build, each
+#                   into a fresh venv, then a call
 #   clients.examples the Node examples (clients/examples/node), whose pinned
 #                   npm packages clients.node_modules installs
 # The daemon must exit 0 on SIGTERM with no sanitizer report, or the suite fails.
@@ -22,7 +25,7 @@ add_test(NAME clients.node_modules
           ${CMAKE_BINARY_DIR}/node-examples ${CMAKE_SOURCE_DIR}/clients/examples/node)
 set_tests_properties(clients.node_modules PROPERTIES FIXTURES_SETUP node_examples TIMEOUT 600)
 
-foreach(suite cli python tls balancing examples)
+foreach(suite cli python python_package tls balancing examples)
   add_test(NAME clients.${suite}
     COMMAND ${PYTHON3} -m pytest -q -p no:cacheprovider -rfE ${CLIENT_TESTS}/test_${suite}.py)
   set_tests_properties(clients.${suite} PROPERTIES ENVIRONMENT "${CLIENT_TEST_ENV}" TIMEOUT 900)
