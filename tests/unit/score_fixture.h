@@ -13,7 +13,7 @@
 
 #include "lmscore.h"
 
-static lms_engine *fixture_open(const lms_engine_options *opt)
+static inline lms_engine *fixture_open(const lms_engine_options *opt)
 {
     const char *dir = getenv("LMSCORE_BUILD_DIR");
     char path[4096];
@@ -41,15 +41,15 @@ typedef struct {
     int32_t labels[4];
 } fixture_request;
 
-static uint64_t fixture_rand(uint64_t *s)
+static inline uint64_t fixture_rand(uint64_t *s)
 {
     *s = *s * 6364136223846793005ull + 1442695040888963407ull;
     return *s >> 33;
 }
 
 /* Token ids avoid 0..99 so a delimiter chosen there never collides. */
-static void fixture_request_make(fixture_request *f, uint64_t seed, int32_t q, int32_t n,
-                                 int32_t min_len, int32_t max_len)
+static inline void fixture_request_make(fixture_request *f, uint64_t seed, int32_t q, int32_t n,
+                                        int32_t min_len, int32_t max_len)
 {
     memset(f, 0, sizeof *f);
     f->query = malloc((size_t)(q + 1) * sizeof(int32_t));
@@ -77,7 +77,7 @@ static void fixture_request_make(fixture_request *f, uint64_t seed, int32_t q, i
     f->req.n_labels = 4;
 }
 
-static void fixture_request_free(fixture_request *f)
+static inline void fixture_request_free(fixture_request *f)
 {
     for (int32_t i = 0; i < f->req.n_items; i++)
         free(f->item_ids[i]);
@@ -86,8 +86,8 @@ static void fixture_request_free(fixture_request *f)
     free(f->query);
 }
 
-static lms_score_result fixture_score(lms_engine *e, const lms_score_request *req,
-                                      lms_algorithm algo)
+static inline lms_score_result fixture_score(lms_engine *e, const lms_score_request *req,
+                                             lms_algorithm algo)
 {
     lms_score_request r = *req;
     r.algorithm = algo;
@@ -100,7 +100,16 @@ static lms_score_result fixture_score(lms_engine *e, const lms_score_request *re
     return res;
 }
 
-static double fixture_max_diff(const float *a, const float *b, size_t n)
+/* The multi-item algorithms: every algorithm but serial, their reference. */
+static inline const lms_algorithm *fixture_multi_algorithms(size_t *n)
+{
+    static const lms_algorithm multi[] = {LMS_ALGO_PACKED_DENSE, LMS_ALGO_PACKED_SEGMENT,
+                                          LMS_ALGO_PREFILL_EXTEND};
+    *n = sizeof multi / sizeof *multi;
+    return multi;
+}
+
+static inline double fixture_max_diff(const float *a, const float *b, size_t n)
 {
     double m = 0;
     for (size_t i = 0; i < n; i++) {
