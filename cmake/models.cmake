@@ -14,6 +14,7 @@ target_sources(lmscore-make-model PRIVATE
   ${CMAKE_SOURCE_DIR}/tools/make_model/vocab.c
   ${CMAKE_SOURCE_DIR}/tools/make_model/weights.c)
 target_compile_options(lmscore-make-model PRIVATE ${LMSCORE_OPENMP_FLAG})
+target_link_libraries(lmscore-make-model PRIVATE lmscore_model_file)
 
 set(LMSCORE_TOKENIZERS_DIR ${CMAKE_BINARY_DIR}/tokenizers)
 set(LMSCORE_MODELS_DIR ${CMAKE_BINARY_DIR}/models)

@@ -46,7 +46,7 @@ static void opened_close(opened *o)
     free(o->copy);
 }
 
-static gguf_file *open_valid(const byte_buf *b, opened *o)
+static gguf_file *open_valid(const mf_buf *b, opened *o)
 {
     *o = open_exact(b->data, b->len);
     if (o->st != LMS_OK) fail_msg("valid file rejected: %s", o->err.msg);
@@ -55,7 +55,7 @@ static gguf_file *open_valid(const byte_buf *b, opened *o)
 
 /* Expects the bytes to be rejected with status and a message containing
  * needle. */
-static void expect_error(const byte_buf *b, lms_status status, const char *needle)
+static void expect_error(const mf_buf *b, lms_status status, const char *needle)
 {
     opened o = open_exact(b->data, b->len);
     if (o.st != status || !strstr(o.err.msg, needle))
@@ -75,54 +75,54 @@ static void expect_getter_error(lms_status st, const lms_error *err, const char 
 
 static const unsigned char q8_block_rows[2][34] = {{0x00, 0x3c, 1, 2, 3}, {0x00, 0x40, 0xff}};
 
-static void build_valid(byte_buf *out, uint32_t alignment)
+static void build_valid(mf_buf *out, uint32_t alignment)
 {
     gguf_writer w;
     gw_init(&w);
     if (alignment != 32) {
-        w.alignment = alignment;
-        gw_u32(&w, "general.alignment", alignment);
+        w.meta.alignment = alignment;
+        mf_gguf_u32(&w.meta, "general.alignment", alignment);
     }
-    gw_str(&w, "general.architecture", "llama");
-    gw_key(&w, "t.u8", GGUF_TYPE_UINT8);
-    buf_u8(&w.kv, 200);
-    gw_key(&w, "t.i8", GGUF_TYPE_INT8);
-    buf_u8(&w.kv, (uint8_t)-5);
-    gw_key(&w, "t.u16", GGUF_TYPE_UINT16);
-    buf_u16(&w.kv, 60000);
-    gw_key(&w, "t.i16", GGUF_TYPE_INT16);
-    buf_u16(&w.kv, (uint16_t)-300);
-    gw_u32(&w, "t.u32", 4000000000u);
-    gw_key(&w, "t.i32", GGUF_TYPE_INT32);
-    buf_u32(&w.kv, (uint32_t)-70000);
-    gw_f32(&w, "t.f32", 0.5f);
-    gw_key(&w, "t.bool", GGUF_TYPE_BOOL);
-    buf_u8(&w.kv, 1);
-    gw_str(&w, "t.str", "h\xc3\xa9llo");
-    gw_key(&w, "t.u64", GGUF_TYPE_UINT64);
-    buf_u64(&w.kv, 1ull << 40);
-    gw_key(&w, "t.i64", GGUF_TYPE_INT64);
-    buf_u64(&w.kv, (uint64_t)INT64_MIN);
-    gw_key(&w, "t.f64", GGUF_TYPE_FLOAT64);
+    mf_gguf_str(&w.meta, "general.architecture", "llama");
+    mf_gguf_key(&w.meta, "t.u8", GGUF_TYPE_UINT8);
+    mf_buf_u8(&w.meta.kv, 200);
+    mf_gguf_key(&w.meta, "t.i8", GGUF_TYPE_INT8);
+    mf_buf_u8(&w.meta.kv, (uint8_t)-5);
+    mf_gguf_key(&w.meta, "t.u16", GGUF_TYPE_UINT16);
+    mf_buf_u16(&w.meta.kv, 60000);
+    mf_gguf_key(&w.meta, "t.i16", GGUF_TYPE_INT16);
+    mf_buf_u16(&w.meta.kv, (uint16_t)-300);
+    mf_gguf_u32(&w.meta, "t.u32", 4000000000u);
+    mf_gguf_key(&w.meta, "t.i32", GGUF_TYPE_INT32);
+    mf_buf_u32(&w.meta.kv, (uint32_t)-70000);
+    mf_gguf_f32(&w.meta, "t.f32", 0.5f);
+    mf_gguf_key(&w.meta, "t.bool", GGUF_TYPE_BOOL);
+    mf_buf_u8(&w.meta.kv, 1);
+    mf_gguf_str(&w.meta, "t.str", "h\xc3\xa9llo");
+    mf_gguf_key(&w.meta, "t.u64", GGUF_TYPE_UINT64);
+    mf_buf_u64(&w.meta.kv, 1ull << 40);
+    mf_gguf_key(&w.meta, "t.i64", GGUF_TYPE_INT64);
+    mf_buf_u64(&w.meta.kv, (uint64_t)INT64_MIN);
+    mf_gguf_key(&w.meta, "t.f64", GGUF_TYPE_FLOAT64);
     double eps = 1e-6;
-    buf_put(&w.kv, &eps, sizeof eps);
-    gw_key(&w, "t.arr_u32", GGUF_TYPE_ARRAY);
-    buf_u32(&w.kv, GGUF_TYPE_UINT32);
-    buf_u64(&w.kv, 3);
+    mf_buf_put(&w.meta.kv, &eps, sizeof eps);
+    mf_gguf_key(&w.meta, "t.arr_u32", GGUF_TYPE_ARRAY);
+    mf_buf_u32(&w.meta.kv, GGUF_TYPE_UINT32);
+    mf_buf_u64(&w.meta.kv, 3);
     for (uint32_t i = 1; i <= 3; i++)
-        buf_u32(&w.kv, i * 10);
+        mf_buf_u32(&w.meta.kv, i * 10);
     const char *strs[] = {"a", "bc", ""};
-    gw_str_array(&w, "t.arr_str", strs, 3);
-    gw_key(&w, "t.arr_arr", GGUF_TYPE_ARRAY); /* [[1, 2], ["x"]] */
-    buf_u32(&w.kv, GGUF_TYPE_ARRAY);
-    buf_u64(&w.kv, 2);
-    buf_u32(&w.kv, GGUF_TYPE_UINT8);
-    buf_u64(&w.kv, 2);
-    buf_u8(&w.kv, 1);
-    buf_u8(&w.kv, 2);
-    buf_u32(&w.kv, GGUF_TYPE_STRING);
-    buf_u64(&w.kv, 1);
-    buf_gguf_str(&w.kv, "x");
+    mf_gguf_strs(&w.meta, "t.arr_str", strs, 3);
+    mf_gguf_key(&w.meta, "t.arr_arr", GGUF_TYPE_ARRAY); /* [[1, 2], ["x"]] */
+    mf_buf_u32(&w.meta.kv, GGUF_TYPE_ARRAY);
+    mf_buf_u64(&w.meta.kv, 2);
+    mf_buf_u32(&w.meta.kv, GGUF_TYPE_UINT8);
+    mf_buf_u64(&w.meta.kv, 2);
+    mf_buf_u8(&w.meta.kv, 1);
+    mf_buf_u8(&w.meta.kv, 2);
+    mf_buf_u32(&w.meta.kv, GGUF_TYPE_STRING);
+    mf_buf_u64(&w.meta.kv, 1);
+    mf_gguf_put_str(&w.meta.kv, "x");
     float a[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     uint16_t b[3] = {0x3c00, 0x4000, 0xc000};
     unsigned char q4k[144] = {0};
@@ -136,7 +136,7 @@ static void build_valid(byte_buf *out, uint32_t alignment)
 
 /* Fixture: the valid file, opened. */
 typedef struct {
-    byte_buf bytes;
+    mf_buf bytes;
     opened o;
 } valid_fixture;
 
@@ -154,7 +154,7 @@ static int close_valid_fixture(void **state)
 {
     valid_fixture *fx = *state;
     opened_close(&fx->o);
-    buf_free(&fx->bytes);
+    mf_buf_free(&fx->bytes);
     free(fx);
     return 0;
 }
@@ -292,7 +292,7 @@ static void test_getters_enforce_type_and_range(void **state)
 static void test_alignment_and_version_2(void **state)
 {
     (void)state;
-    byte_buf b;
+    mf_buf b;
     build_valid(&b, 64);
     opened o;
     gguf_file *f = open_valid(&b, &o);
@@ -305,13 +305,13 @@ static void test_alignment_and_version_2(void **state)
     f = open_valid(&b, &o);
     assert_int_equal(gguf_version(f), 2);
     opened_close(&o);
-    buf_free(&b);
+    mf_buf_free(&b);
 }
 
 static void test_truncation_at_every_offset_fails_cleanly(void **state)
 {
     (void)state;
-    byte_buf b;
+    mf_buf b;
     build_valid(&b, 32);
     for (size_t len = 0; len < b.len; len++) {
         opened o = open_exact(b.data, len);
@@ -319,22 +319,22 @@ static void test_truncation_at_every_offset_fails_cleanly(void **state)
             fail_msg("prefix of %zu bytes: %s %s", len, lms_status_name(o.st), o.err.msg);
         opened_close(&o);
     }
-    buf_free(&b);
+    mf_buf_free(&b);
 }
 
-static void header(byte_buf *b, uint32_t version, uint64_t n_tensors, uint64_t n_kv)
+static void header(mf_buf *b, uint32_t version, uint64_t n_tensors, uint64_t n_kv)
 {
-    *b = (byte_buf){0};
-    buf_put(b, "GGUF", 4);
-    buf_u32(b, version);
-    buf_u64(b, n_tensors);
-    buf_u64(b, n_kv);
+    *b = (mf_buf){0};
+    mf_buf_put(b, "GGUF", 4);
+    mf_buf_u32(b, version);
+    mf_buf_u64(b, n_tensors);
+    mf_buf_u64(b, n_kv);
 }
 
 static void test_bad_headers(void **state)
 {
     (void)state;
-    byte_buf b;
+    mf_buf b;
     header(&b, 3, 0, 0);
     memcpy(b.data, "GGUG", 4);
     expect_error(&b, LMS_ERR_FORMAT, "not a GGUF file");
@@ -346,88 +346,88 @@ static void test_bad_headers(void **state)
     b.data[4] = 0;
     b.data[7] = 3; /* a big-endian v3 */
     expect_error(&b, LMS_ERR_UNSUPPORTED, "big-endian");
-    buf_free(&b);
+    mf_buf_free(&b);
     /* A header that declares nothing is a valid, empty file. */
     header(&b, 3, 0, 0);
     opened o;
     assert_int_equal(gguf_tensor_count(open_valid(&b, &o)), 0);
     opened_close(&o);
-    buf_free(&b);
+    mf_buf_free(&b);
 }
 
 static void test_absurd_counts_and_lengths(void **state)
 {
     (void)state;
-    byte_buf b;
+    mf_buf b;
     header(&b, 3, 0, 1ull << 63);
-    buf_u64(&b, 0);
+    mf_buf_u64(&b, 0);
     expect_error(&b, LMS_ERR_FORMAT, "metadata entries cannot fit");
-    buf_free(&b);
+    mf_buf_free(&b);
 
     header(&b, 3, 1ull << 63, 0);
-    buf_u64(&b, 0);
+    mf_buf_u64(&b, 0);
     expect_error(&b, LMS_ERR_FORMAT, "tensor infos cannot fit");
-    buf_free(&b);
+    mf_buf_free(&b);
 
     header(&b, 3, 0, 1);
-    buf_u64(&b, 1ull << 40); /* key length */
-    buf_put(&b, "abcdefgh", 8);
+    mf_buf_u64(&b, 1ull << 40); /* key length */
+    mf_buf_put(&b, "abcdefgh", 8);
     expect_error(&b, LMS_ERR_FORMAT, "length 1099511627776");
-    buf_free(&b);
+    mf_buf_free(&b);
 
     header(&b, 3, 0, 1);
-    buf_gguf_str(&b, "k");
-    buf_u32(&b, GGUF_TYPE_STRING);
-    buf_u64(&b, 1ull << 40);
+    mf_gguf_put_str(&b, "k");
+    mf_buf_u32(&b, GGUF_TYPE_STRING);
+    mf_buf_u64(&b, 1ull << 40);
     expect_error(&b, LMS_ERR_FORMAT, "string value: length 1099511627776");
-    buf_free(&b);
+    mf_buf_free(&b);
 
     header(&b, 3, 0, 1);
-    buf_gguf_str(&b, "k");
-    buf_u32(&b, GGUF_TYPE_ARRAY);
-    buf_u32(&b, GGUF_TYPE_UINT64);
-    buf_u64(&b, 1ull << 61);
-    buf_u64(&b, 7);
+    mf_gguf_put_str(&b, "k");
+    mf_buf_u32(&b, GGUF_TYPE_ARRAY);
+    mf_buf_u32(&b, GGUF_TYPE_UINT64);
+    mf_buf_u64(&b, 1ull << 61);
+    mf_buf_u64(&b, 7);
     expect_error(&b, LMS_ERR_FORMAT, "array of 2305843009213693952 u64");
-    buf_free(&b);
+    mf_buf_free(&b);
 
     header(&b, 3, 0, 1);
-    buf_gguf_str(&b, "k");
-    buf_u32(&b, GGUF_TYPE_ARRAY);
-    buf_u32(&b, GGUF_TYPE_STRING);
-    buf_u64(&b, UINT64_MAX);
-    buf_u64(&b, 0);
+    mf_gguf_put_str(&b, "k");
+    mf_buf_u32(&b, GGUF_TYPE_ARRAY);
+    mf_buf_u32(&b, GGUF_TYPE_STRING);
+    mf_buf_u64(&b, UINT64_MAX);
+    mf_buf_u64(&b, 0);
     expect_error(&b, LMS_ERR_FORMAT, "strings at offset");
-    buf_free(&b);
+    mf_buf_free(&b);
 
     header(&b, 3, 0, 1);
-    buf_gguf_str(&b, "k");
-    buf_u32(&b, 13);
-    buf_u64(&b, 0);
+    mf_gguf_put_str(&b, "k");
+    mf_buf_u32(&b, 13);
+    mf_buf_u64(&b, 0);
     expect_error(&b, LMS_ERR_FORMAT, "unknown value type 13");
-    buf_free(&b);
+    mf_buf_free(&b);
 
     header(&b, 3, 0, 1);
-    buf_gguf_str(&b, "k");
-    buf_u32(&b, GGUF_TYPE_ARRAY);
-    buf_u32(&b, 77);
-    buf_u64(&b, 1);
-    buf_u64(&b, 0);
+    mf_gguf_put_str(&b, "k");
+    mf_buf_u32(&b, GGUF_TYPE_ARRAY);
+    mf_buf_u32(&b, 77);
+    mf_buf_u64(&b, 1);
+    mf_buf_u64(&b, 0);
     expect_error(&b, LMS_ERR_FORMAT, "unknown array element type 77");
-    buf_free(&b);
+    mf_buf_free(&b);
 
     /* Arrays of arrays nested 20 deep: bounded, not recursed without end. */
     header(&b, 3, 0, 1);
-    buf_gguf_str(&b, "k");
-    buf_u32(&b, GGUF_TYPE_ARRAY);
+    mf_gguf_put_str(&b, "k");
+    mf_buf_u32(&b, GGUF_TYPE_ARRAY);
     for (int i = 0; i < 20; i++) {
-        buf_u32(&b, GGUF_TYPE_ARRAY);
-        buf_u64(&b, 1);
+        mf_buf_u32(&b, GGUF_TYPE_ARRAY);
+        mf_buf_u64(&b, 1);
     }
-    buf_u32(&b, GGUF_TYPE_UINT8);
-    buf_u64(&b, 0);
+    mf_buf_u32(&b, GGUF_TYPE_UINT8);
+    mf_buf_u64(&b, 0);
     expect_error(&b, LMS_ERR_FORMAT, "nested deeper than");
-    buf_free(&b);
+    mf_buf_free(&b);
 }
 
 /* A file with the given tensor infos (name, n_dims, ne, type, offset) and
@@ -440,32 +440,32 @@ typedef struct {
     uint64_t offset;
 } raw_tensor;
 
-static void raw_file(byte_buf *b, const raw_tensor *t, size_t n, size_t data_bytes)
+static void raw_file(mf_buf *b, const raw_tensor *t, size_t n, size_t data_bytes)
 {
     header(b, 3, n, 0);
     for (size_t i = 0; i < n; i++) {
-        buf_gguf_str(b, t[i].name);
-        buf_u32(b, t[i].n_dims);
+        mf_gguf_put_str(b, t[i].name);
+        mf_buf_u32(b, t[i].n_dims);
         for (uint32_t d = 0; d < t[i].n_dims; d++)
-            buf_u64(b, d < 4 ? t[i].ne[d] : 1);
-        buf_u32(b, t[i].type);
-        buf_u64(b, t[i].offset);
+            mf_buf_u64(b, d < 4 ? t[i].ne[d] : 1);
+        mf_buf_u32(b, t[i].type);
+        mf_buf_u64(b, t[i].offset);
     }
-    buf_pad(b, 32, 0);
+    mf_buf_pad(b, 32, 0);
     for (size_t i = 0; i < data_bytes; i++)
-        buf_u8(b, (uint8_t)i);
+        mf_buf_u8(b, (uint8_t)i);
 }
 
 static void test_bad_tensor_infos(void **state)
 {
     (void)state;
-    byte_buf b;
+    mf_buf b;
     raw_tensor ok = {"w", 2, {4, 2}, GGML_TYPE_F32, 0};
     raw_file(&b, &ok, 1, 32);
     opened o;
     assert_int_equal(gguf_tensor_count(open_valid(&b, &o)), 1);
     opened_close(&o);
-    buf_free(&b);
+    mf_buf_free(&b);
 
     struct {
         raw_tensor t[2];
@@ -501,7 +501,7 @@ static void test_bad_tensor_infos(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         raw_file(&b, cases[i].t, cases[i].n, cases[i].data);
         expect_error(&b, LMS_ERR_FORMAT, cases[i].needle);
-        buf_free(&b);
+        mf_buf_free(&b);
     }
 }
 
@@ -509,29 +509,29 @@ static void test_bad_metadata(void **state)
 {
     (void)state;
     gguf_writer w;
-    byte_buf b;
+    mf_buf b;
     gw_init(&w);
-    gw_u32(&w, "a.b", 1);
-    gw_str(&w, "x", "y");
-    gw_u32(&w, "a.b", 2);
+    mf_gguf_u32(&w.meta, "a.b", 1);
+    mf_gguf_str(&w.meta, "x", "y");
+    mf_gguf_u32(&w.meta, "a.b", 2);
     gw_finish(&w, &b);
     expect_error(&b, LMS_ERR_FORMAT, "metadata key 'a.b' appears twice");
     gw_free(&w);
-    buf_free(&b);
+    mf_buf_free(&b);
 
     gw_init(&w);
-    gw_u32(&w, "general.alignment", 24);
+    mf_gguf_u32(&w.meta, "general.alignment", 24);
     gw_finish(&w, &b);
     expect_error(&b, LMS_ERR_FORMAT, "general.alignment 24 is not a power of two");
     gw_free(&w);
-    buf_free(&b);
+    mf_buf_free(&b);
 
     gw_init(&w);
-    gw_str(&w, "general.alignment", "32");
+    mf_gguf_str(&w.meta, "general.alignment", "32");
     gw_finish(&w, &b);
     expect_error(&b, LMS_ERR_FORMAT, "'general.alignment' has type str");
     gw_free(&w);
-    buf_free(&b);
+    mf_buf_free(&b);
 }
 
 static void test_open_from_path(void **state)
@@ -541,7 +541,7 @@ static void test_open_from_path(void **state)
     assert_non_null(mkdtemp(dir));
     char path[256];
     snprintf(path, sizeof path, "%s/m.gguf", dir);
-    byte_buf b;
+    mf_buf b;
     build_valid(&b, 32);
     write_file(path, b.data, b.len);
     gguf_file *f;
@@ -562,22 +562,22 @@ static void test_open_from_path(void **state)
     assert_int_equal(gguf_open(path, &f, &err), LMS_ERR_IO);
     assert_null(f);
     rmdir(dir);
-    buf_free(&b);
+    mf_buf_free(&b);
 }
 
 /* Writes the valid files as fuzzing seeds when asked to. */
 static void write_fuzz_seeds(const char *dir)
 {
-    byte_buf b;
+    mf_buf b;
     char path[512];
     build_valid(&b, 32);
     snprintf(path, sizeof path, "%s/valid_all_types.gguf", dir);
     write_file(path, b.data, b.len);
-    buf_free(&b);
+    mf_buf_free(&b);
     build_valid(&b, 64);
     snprintf(path, sizeof path, "%s/valid_aligned_64.gguf", dir);
     write_file(path, b.data, b.len);
-    buf_free(&b);
+    mf_buf_free(&b);
 }
 
 int main(void)

@@ -139,23 +139,23 @@ static float *weight_values(const char *name, size_t n)
 }
 
 /* Encodes n f32 values as a stored type into out. */
-static void encode(const float *v, size_t n, uint32_t ggml_type, byte_buf *out)
+static void encode(const float *v, size_t n, uint32_t ggml_type, mf_buf *out)
 {
-    *out = (byte_buf){0};
+    *out = (mf_buf){0};
     for (size_t i = 0; i < n; i++) {
         switch (ggml_type) {
         case GGML_TYPE_F32:
-            buf_f32(out, v[i]);
+            mf_buf_f32(out, v[i]);
             break;
         case GGML_TYPE_F16:
-            buf_u16(out, f16_bits_exact(v[i]));
+            mf_buf_u16(out, f16_bits_exact(v[i]));
             break;
         case GGML_TYPE_BF16:
-            buf_u16(out, bf16_bits_exact(v[i]));
+            mf_buf_u16(out, bf16_bits_exact(v[i]));
             break;
         case GGML_TYPE_Q8_0:
-            if (i % 32 == 0) buf_u16(out, f16_bits_exact(1.0f / 64)); /* block scale */
-            buf_u8(out, (uint8_t)(int8_t)lrintf(v[i] * 64));
+            if (i % 32 == 0) mf_buf_u16(out, f16_bits_exact(1.0f / 64)); /* block scale */
+            mf_buf_u8(out, (uint8_t)(int8_t)lrintf(v[i] * 64));
             break;
         default:
             fail_msg("test cannot encode type %u", ggml_type);
@@ -187,14 +187,11 @@ static void add_gguf_weight(gguf_writer *w, const char *name, uint64_t rows, uin
 {
     size_t n = (size_t)(rows * cols);
     float *v = weight_values(name, n);
-    byte_buf data;
+    mf_buf data;
     encode(v, n, cols > 1 ? type : GGML_TYPE_F32, &data);
     uint64_t ne[2] = {cols > 1 ? cols : rows, rows};
-    char *stored_name = strdup(name);
-    assert_non_null(stored_name);
-    gw_tensor(w, stored_name, cols > 1 ? type : GGML_TYPE_F32, cols > 1 ? 2 : 1, ne, data.data,
-              data.len);
-    buf_free(&data);
+    gw_tensor(w, name, cols > 1 ? type : GGML_TYPE_F32, cols > 1 ? 2 : 1, ne, data.data, data.len);
+    mf_buf_free(&data);
     free(v);
 }
 
@@ -204,15 +201,15 @@ static void gw_arch_u32(gguf_writer *w, const gguf_options *o, const char *arch,
     if (o->omit_key && strcmp(o->omit_key, suffix) == 0) return;
     char key[128];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
-    gw_u32(w, key, v);
+    mf_gguf_u32(&w->meta, key, v);
 }
 
 static void build_gguf(gguf_writer *w, const geometry *g, const gguf_options *o)
 {
     const char *arch = lms_arch_name(g->arch);
     gw_init(w);
-    gw_str(w, "general.architecture", arch);
-    gw_str(w, "general.name", "tiny-test");
+    mf_gguf_str(&w->meta, "general.architecture", arch);
+    mf_gguf_str(&w->meta, "general.name", "tiny-test");
     gw_arch_u32(w, o, arch, "block_count", (uint32_t)g->layers);
     gw_arch_u32(w, o, arch, "context_length", 256);
     gw_arch_u32(w, o, arch, "embedding_length", (uint32_t)g->d);
@@ -223,10 +220,10 @@ static void build_gguf(gguf_writer *w, const geometry *g, const gguf_options *o)
         gw_arch_u32(w, o, arch, "attention.key_length", (uint32_t)g->head_dim);
     char key[128];
     snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch);
-    gw_f32(w, key, 1e-6f);
+    mf_gguf_f32(&w->meta, key, 1e-6f);
     if (g->arch != LMS_ARCH_LLAMA) {
         snprintf(key, sizeof key, "%s.rope.freq_base", arch);
-        gw_f32(w, key, 1e6f);
+        mf_gguf_f32(&w->meta, key, 1e6f);
     }
     for (int l = -1; l < g->layers; l++) {
         for (size_t i = 0; i < N_DEFS; i++) {
@@ -241,20 +238,12 @@ static void build_gguf(gguf_writer *w, const geometry *g, const gguf_options *o)
     }
 }
 
-static void free_gguf(gguf_writer *w)
-{
-    for (size_t i = 0; i < w->n_tensors; i++)
-        free((char *)w->tensors[i].name);
-    gw_free(w);
-}
-
 /* Removes the tensor called name from the writer. */
 static void drop_gguf_tensor(gguf_writer *w, const char *name)
 {
     for (size_t i = 0; i < w->n_tensors; i++) {
         if (strcmp(w->tensors[i].name, name) != 0) continue;
-        free((char *)w->tensors[i].name);
-        buf_free(&w->tensors[i].data);
+        mf_buf_free(&w->tensors[i].data);
         memmove(&w->tensors[i], &w->tensors[i + 1], (w->n_tensors - i - 1) * sizeof w->tensors[0]);
         w->n_tensors--;
         return;
@@ -291,10 +280,10 @@ static void scratch_free(scratch *s)
 
 static void write_gguf(const gguf_writer *w, const char *path)
 {
-    byte_buf b;
+    mf_buf b;
     gw_finish(w, &b);
     write_file(path, b.data, b.len);
-    buf_free(&b);
+    mf_buf_free(&b);
 }
 
 /* Loads path, expecting failure with status and a message containing needle. */
@@ -394,7 +383,7 @@ static void test_gguf_qwen3_f32_used_in_place(void **state)
     assert_int_equal(lms_alloc_current_bytes(), before);
     lms_model_free(m);
     assert_int_equal(lms_alloc_current_bytes(), before);
-    free_gguf(&w);
+    gw_free(&w);
     scratch_free(&s);
 }
 
@@ -422,7 +411,7 @@ static void test_conversion_stops_when_asked(void **state)
     gguf_writer w;
     build_gguf(&w, &g, &(gguf_options){GGML_TYPE_F16, false, NULL});
     write_gguf(&w, s.path);
-    free_gguf(&w);
+    gw_free(&w);
 
     stop_after never = {.limit = -1};
     lms_stop poll = {stop_after_polls, &never};
@@ -480,7 +469,7 @@ static void test_gguf_llama_converted_tied_with_rope_freqs(void **state)
         assert_int_equal(lms_alloc_current_bytes() - before, floats * sizeof(float));
         lms_model_free(m);
         assert_int_equal(lms_alloc_current_bytes(), before);
-        free_gguf(&w);
+        gw_free(&w);
         scratch_free(&s);
     }
 }
@@ -493,8 +482,8 @@ static void test_gguf_qwen2_biases_and_linear_rope(void **state)
     geometry g = tiny(LMS_ARCH_QWEN2);
     gguf_writer w;
     build_gguf(&w, &g, &(gguf_options){GGML_TYPE_Q8_0, false, NULL});
-    gw_str(&w, "qwen2.rope.scaling.type", "linear");
-    gw_f32(&w, "qwen2.rope.scaling.factor", 4.0f);
+    mf_gguf_str(&w.meta, "qwen2.rope.scaling.type", "linear");
+    mf_gguf_f32(&w.meta, "qwen2.rope.scaling.factor", 4.0f);
     write_gguf(&w, s.path);
     lms_model *m = load_ok(s.path);
     check_geometry(m, &g);
@@ -505,7 +494,7 @@ static void test_gguf_qwen2_biases_and_linear_rope(void **state)
     assert_false(m->cfg.tied_embeddings);
     assert_true(m->output != m->tok_embd);
     lms_model_free(m);
-    free_gguf(&w);
+    gw_free(&w);
     scratch_free(&s);
 }
 
@@ -521,7 +510,7 @@ static void expect_gguf_error(const gguf_options *o, void (*edit)(gguf_writer *)
     if (edit) edit(&w);
     write_gguf(&w, s.path);
     expect_load_error(s.path, status, needle);
-    free_gguf(&w);
+    gw_free(&w);
     scratch_free(&s);
 }
 
@@ -545,8 +534,8 @@ static void q4_0_matrix(gguf_writer *w)
 {
     drop_gguf_tensor(w, "blk.0.attn_v.weight");
     unsigned char blocks[64 * 2 * 18] = {0}; /* 64 rows of 64: 2 blocks of 18 bytes each */
-    char *name = strdup("blk.0.attn_v.weight");
-    gw_tensor(w, name, 2 /* q4_0 */, 2, (uint64_t[]){64, 64}, blocks, sizeof blocks);
+    gw_tensor(w, "blk.0.attn_v.weight", 2 /* q4_0 */, 2, (uint64_t[]){64, 64}, blocks,
+              sizeof blocks);
 }
 
 static void extra_bias(gguf_writer *w)
@@ -561,30 +550,30 @@ static void extra_layer(gguf_writer *w)
 
 static void yarn_scaling(gguf_writer *w)
 {
-    gw_str(w, "qwen3.rope.scaling.type", "yarn");
+    mf_gguf_str(&w->meta, "qwen3.rope.scaling.type", "yarn");
 }
 
 static void wrong_vocab_size(gguf_writer *w)
 {
-    gw_u32(w, "qwen3.vocab_size", 51);
+    mf_gguf_u32(&w->meta, "qwen3.vocab_size", 51);
 }
 
 /* With the option that omits the key: */
 static void odd_kv_heads(gguf_writer *w)
 {
-    gw_u32(w, "qwen3.attention.head_count_kv", 3);
+    mf_gguf_u32(&w->meta, "qwen3.attention.head_count_kv", 3);
 }
 
 static void huge_block_count(gguf_writer *w)
 {
-    gw_u32(w, "qwen3.block_count", 1000000000);
+    mf_gguf_u32(&w->meta, "qwen3.block_count", 1000000000);
 }
 
 static void gpt2_arch(gguf_writer *w)
 {
     /* A second general.architecture would be a duplicate key: rename
      * the first instead (same length keeps the encoding valid). */
-    unsigned char *p = memmem(w->kv.data, w->kv.len, "qwen3", 5);
+    unsigned char *p = memmem(w->meta.kv.data, w->meta.kv.len, "qwen3", 5);
     assert_non_null(p);
     memcpy(p, "gpt2x", 5);
 }
@@ -636,11 +625,11 @@ static void add_st_weight(st_writer *w, const char *name, const char *value_name
 {
     size_t n = (size_t)(rows * cols);
     float *v = weight_values(value_name, n);
-    byte_buf data;
+    mf_buf data;
     encode(v, n, type, &data);
     sw_tensor(w, name, hf_dtype(type), cols > 1 ? 2 : 1, (uint64_t[]){rows, cols}, data.data,
               data.len);
-    buf_free(&data);
+    mf_buf_free(&data);
     free(v);
 }
 
@@ -692,37 +681,37 @@ static void write_config(const char *dir, const geometry *g, bool tied, const ch
 static void write_st(const char *dir, const st_writer *w, int n_shards)
 {
     char path[256];
-    byte_buf b;
+    mf_buf b;
     if (n_shards == 1) {
         sw_finish(w, &b);
         snprintf(path, sizeof path, "%s/model.safetensors", dir);
         write_file(path, b.data, b.len);
-        buf_free(&b);
+        mf_buf_free(&b);
         return;
     }
     const char *head = "{\"metadata\": {}, \"weight_map\": {";
-    byte_buf index = {0};
-    buf_put(&index, head, strlen(head));
+    mf_buf index = {0};
+    mf_buf_put(&index, head, strlen(head));
     for (int s = 0; s < n_shards; s++) {
         static st_writer shard;
         for (size_t i = (size_t)s; i < w->n; i += (size_t)n_shards) {
-            const sw_tensor_spec *t = &w->tensors[i];
-            sw_tensor(&shard, t->name, t->dtype, t->n_dims, t->shape, t->data.data, t->data.len);
+            const test_tensor *t = &w->tensors[i];
+            sw_tensor(&shard, t->name, t->dtype, t->n_dims, t->dims, t->data.data, t->data.len);
             char entry[256];
             int n = snprintf(entry, sizeof entry, "%s\"%s\": \"model-%05d-of-%05d.safetensors\"",
                              index.len > strlen(head) ? ", " : "", t->name, s + 1, n_shards);
-            buf_put(&index, entry, (size_t)n);
+            mf_buf_put(&index, entry, (size_t)n);
         }
         sw_finish(&shard, &b);
         snprintf(path, sizeof path, "%s/model-%05d-of-%05d.safetensors", dir, s + 1, n_shards);
         write_file(path, b.data, b.len);
-        buf_free(&b);
+        mf_buf_free(&b);
         sw_free(&shard);
     }
-    buf_put(&index, "}}", 2);
+    mf_buf_put(&index, "}}", 2);
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
     write_file(path, index.data, index.len);
-    buf_free(&index);
+    mf_buf_free(&index);
 }
 
 static void test_hf_qwen3_bf16_single_file(void **state)
@@ -845,8 +834,8 @@ static void f64_weight(const char *dir, st_writer *w)
     for (size_t i = 0; i < w->n; i++)
         if (strcmp(w->tensors[i].name, "model.norm.weight") == 0) {
             w->tensors[i].dtype = "F64";
-            buf_free(&w->tensors[i].data);
-            buf_put(&w->tensors[i].data, v, sizeof v);
+            mf_buf_free(&w->tensors[i].data);
+            mf_buf_put(&w->tensors[i].data, v, sizeof v);
         }
     write_st(dir, w, 1);
 }

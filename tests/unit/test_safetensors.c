@@ -57,18 +57,18 @@ static void expect_error(const void *data, size_t len, const char *needle)
  * bytes. */
 static void expect_header_error(const char *json, size_t data_len, const char *needle)
 {
-    byte_buf b = {0};
-    buf_u64(&b, strlen(json));
-    buf_put(&b, json, strlen(json));
+    mf_buf b = {0};
+    mf_buf_u64(&b, strlen(json));
+    mf_buf_put(&b, json, strlen(json));
     for (size_t i = 0; i < data_len; i++)
-        buf_u8(&b, (uint8_t)i);
+        mf_buf_u8(&b, (uint8_t)i);
     expect_error(b.data, b.len, needle);
-    buf_free(&b);
+    mf_buf_free(&b);
 }
 
 static const float weights[6] = {1, -2, 3.5f, 0, 1e-3f, -7};
 
-static void build_valid(byte_buf *out)
+static void build_valid(mf_buf *out)
 {
     static st_writer w;
     uint16_t halves[4] = {0x3c00, 0xc000, 0x0001, 0x7c00};
@@ -86,7 +86,7 @@ static void build_valid(byte_buf *out)
 static void test_valid_file_reads_back_exactly(void **state)
 {
     (void)state;
-    byte_buf b;
+    mf_buf b;
     build_valid(&b);
     opened o = open_exact(b.data, b.len);
     assert_int_equal(o.st, LMS_OK);
@@ -121,13 +121,13 @@ static void test_valid_file_reads_back_exactly(void **state)
     assert_null(safetensors_find_tensor(o.f, "model"));
     assert_null(safetensors_tensor_at(o.f, 6));
     opened_close(&o);
-    buf_free(&b);
+    mf_buf_free(&b);
 }
 
 static void test_truncation_at_every_offset_fails_cleanly(void **state)
 {
     (void)state;
-    byte_buf b;
+    mf_buf b;
     build_valid(&b);
     for (size_t len = 0; len < b.len; len++) {
         opened o = open_exact(b.data, len);
@@ -135,29 +135,29 @@ static void test_truncation_at_every_offset_fails_cleanly(void **state)
             fail_msg("prefix of %zu bytes: %s %s", len, lms_status_name(o.st), o.err.msg);
         opened_close(&o);
     }
-    buf_free(&b);
+    mf_buf_free(&b);
 }
 
 static void test_bad_header_length(void **state)
 {
     (void)state;
     expect_error("\x02\0\0\0", 4, "too short for the header length");
-    byte_buf b = {0};
-    buf_u64(&b, 1ull << 63);
-    buf_put(&b, "{}", 2);
+    mf_buf b = {0};
+    mf_buf_u64(&b, 1ull << 63);
+    mf_buf_put(&b, "{}", 2);
     expect_error(b.data, b.len, "header length 9223372036854775808 exceeds the 2 bytes");
-    buf_free(&b);
-    buf_u64(&b, 1);
-    buf_put(&b, "{", 1);
+    mf_buf_free(&b);
+    mf_buf_u64(&b, 1);
+    mf_buf_put(&b, "{", 1);
     expect_error(b.data, b.len, "header length 1 is outside 2..");
-    buf_free(&b);
+    mf_buf_free(&b);
     expect_header_error("{\"a\":", 0, "header JSON: unexpected end");
     expect_header_error("[1, 2]  ", 0, "header JSON is not an object");
     expect_header_error("{} x", 0, "unexpected byte 0x78 at 3 after the object");
-    buf_u64(&b, 4);
-    buf_put(&b, "{}\0 ", 4); /* a NUL is not padding */
+    mf_buf_u64(&b, 4);
+    mf_buf_put(&b, "{}\0 ", 4); /* a NUL is not padding */
     expect_error(b.data, b.len, "unexpected byte 0x00 at 2 after the object");
-    buf_free(&b);
+    mf_buf_free(&b);
     expect_header_error("nonsense", 0, "header JSON");
 }
 
@@ -213,7 +213,7 @@ static void test_open_from_path(void **state)
     assert_non_null(mkdtemp(dir));
     char path[256];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    byte_buf b;
+    mf_buf b;
     build_valid(&b);
     write_file(path, b.data, b.len);
     safetensors_file *f;
@@ -228,19 +228,19 @@ static void test_open_from_path(void **state)
     unlink(path);
     assert_int_equal(safetensors_open(path, &f, &err), LMS_ERR_IO);
     rmdir(dir);
-    buf_free(&b);
+    mf_buf_free(&b);
 }
 
 int main(void)
 {
     const char *seed_dir = getenv("LMSCORE_FUZZ_SEED_DIR");
     if (seed_dir) {
-        byte_buf b;
+        mf_buf b;
         char path[512];
         build_valid(&b);
         snprintf(path, sizeof path, "%s/valid_mixed.safetensors", seed_dir);
         write_file(path, b.data, b.len);
-        buf_free(&b);
+        mf_buf_free(&b);
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_file_reads_back_exactly),

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "gguf.h"
+#include "mf_gguf.h"
 #include "tokenizer.h"
 
 static lms_tokenizer *qwen3, *llama3, *llama2;
@@ -300,81 +301,22 @@ static void test_malformed_json(void **state)
 
 /* ---- GGUF metadata ---- */
 
-typedef struct {
-    unsigned char *data;
-    size_t len, cap;
-    uint64_t n_kv;
-} gguf_builder;
-
-static void put(gguf_builder *b, const void *p, size_t n)
+/* A GGUF of g's metadata and no tensors, opened from file. */
+static lms_status open_gguf(const mf_gguf *g, mf_buf *file, gguf_file **f, lms_error *err)
 {
-    if (b->len + n > b->cap) {
-        b->cap = (b->len + n) * 2;
-        b->data = realloc(b->data, b->cap);
-        assert_non_null(b->data);
-    }
-    memcpy(b->data + b->len, p, n);
-    b->len += n;
-}
-
-static void put_u32(gguf_builder *b, uint32_t v)
-{
-    put(b, &v, 4);
-}
-
-static void put_str(gguf_builder *b, const char *s)
-{
-    uint64_t n = strlen(s);
-    put(b, &n, 8);
-    put(b, s, n);
-}
-
-static void kv_header(gguf_builder *b, const char *key, uint32_t type)
-{
-    put_str(b, key);
-    put_u32(b, type);
-    b->n_kv++;
-}
-
-static void kv_str(gguf_builder *b, const char *key, const char *value)
-{
-    kv_header(b, key, GGUF_TYPE_STRING);
-    put_str(b, value);
-}
-
-static void kv_u32(gguf_builder *b, const char *key, uint32_t value)
-{
-    kv_header(b, key, GGUF_TYPE_UINT32);
-    put_u32(b, value);
-}
-
-static void kv_array_header(gguf_builder *b, const char *key, uint32_t elem, uint64_t n)
-{
-    kv_header(b, key, GGUF_TYPE_ARRAY);
-    put_u32(b, elem);
-    put(b, &n, 8);
-}
-
-/* A GGUF of n_kv metadata pairs and no tensors. */
-static lms_status open_gguf(gguf_builder *kvs, gguf_builder *file, gguf_file **f, lms_error *err)
-{
-    *file = (gguf_builder){0};
-    put(file, "GGUF", 4);
-    put_u32(file, 3);
-    uint64_t zero = 0;
-    put(file, &zero, 8);
-    put(file, &kvs->n_kv, 8);
-    put(file, kvs->data, kvs->len);
+    *file = (mf_buf){0};
+    mf_gguf_head(g, file);
+    assert_false(file->failed);
     return gguf_open_memory(file->data, file->len, f, err);
 }
 
 /* tokenizer.ggml.* of a byte-level tokenizer: the 256 byte symbols, then
  * "ab" merged from "a b", then one control token. */
-static void gpt2_metadata(gguf_builder *b, uint64_t n_types, uint32_t bos)
+static void gpt2_metadata(mf_gguf *g, uint64_t n_types, uint32_t bos)
 {
-    kv_str(b, "tokenizer.ggml.model", "gpt2");
-    kv_str(b, "tokenizer.ggml.pre", "qwen2");
-    kv_array_header(b, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, 258);
+    mf_gguf_str(g, "tokenizer.ggml.model", "gpt2");
+    mf_gguf_str(g, "tokenizer.ggml.pre", "qwen2");
+    mf_gguf_array(g, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, 258);
     for (int byte = 0; byte < 256; byte++) {
         /* GPT-2's map: printable Latin-1 as itself, the rest from U+0100 */
         unsigned cp = byte;
@@ -391,35 +333,36 @@ static void gpt2_metadata(gguf_builder *b, uint64_t n_types, uint32_t bos)
             utf8[0] = (char)(0xc0 | (cp >> 6));
             utf8[1] = (char)(0x80 | (cp & 0x3f));
         }
-        put_str(b, utf8);
+        mf_gguf_put_str(&g->kv, utf8);
     }
-    put_str(b, "ab");
-    put_str(b, "<|end|>");
-    kv_array_header(b, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, n_types);
+    mf_gguf_put_str(&g->kv, "ab");
+    mf_gguf_put_str(&g->kv, "<|end|>");
+    mf_gguf_array(g, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, n_types);
     for (uint64_t i = 0; i < n_types; i++)
-        put_u32(b, i == 257 ? 3 : 1);
-    kv_array_header(b, "tokenizer.ggml.merges", GGUF_TYPE_STRING, 1);
-    put_str(b, "a b");
-    kv_u32(b, "tokenizer.ggml.bos_token_id", bos);
+        mf_buf_u32(&g->kv, i == 257 ? 3 : 1);
+    mf_gguf_array(g, "tokenizer.ggml.merges", GGUF_TYPE_STRING, 1);
+    mf_gguf_put_str(&g->kv, "a b");
+    mf_gguf_u32(g, "tokenizer.ggml.bos_token_id", bos);
 }
 
-static lms_status load_gguf_metadata(gguf_builder *kvs, lms_tokenizer **tok, lms_error *err)
+static lms_status load_gguf_metadata(mf_gguf *meta, lms_tokenizer **tok, lms_error *err)
 {
-    gguf_builder file;
+    mf_buf file;
     gguf_file *f = NULL;
     *tok = NULL;
-    lms_status st = open_gguf(kvs, &file, &f, err);
+    lms_status st = open_gguf(meta, &file, &f, err);
     if (st == LMS_OK) st = lms_tokenizer_load_gguf(f, tok, err);
     gguf_close(f);
-    free(file.data);
-    free(kvs->data);
+    mf_buf_free(&file);
+    mf_gguf_free(meta);
     return st;
 }
 
 static void test_gguf_metadata(void **state)
 {
     (void)state;
-    gguf_builder b = {0};
+    mf_gguf b;
+    mf_gguf_init(&b);
     lms_tokenizer *tok;
     lms_error err = {0};
     gpt2_metadata(&b, 258, 257);
@@ -430,22 +373,22 @@ static void test_gguf_metadata(void **state)
     assert_int_equal(lms_tokenizer_bos_id(tok), 257);
     lms_tokenizer_free(tok);
 
-    b = (gguf_builder){0};
-    kv_str(&b, "general.architecture", "llama");
+    mf_gguf_init(&b);
+    mf_gguf_str(&b, "general.architecture", "llama");
     assert_int_equal(load_gguf_metadata(&b, &tok, &err), LMS_ERR_FORMAT);
     assert_non_null(strstr(err.msg, "tokenizer.ggml.model"));
 
-    b = (gguf_builder){0};
-    kv_str(&b, "tokenizer.ggml.model", "bert");
+    mf_gguf_init(&b);
+    mf_gguf_str(&b, "tokenizer.ggml.model", "bert");
     assert_int_equal(load_gguf_metadata(&b, &tok, &err), LMS_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.msg, "\"bert\""));
 
-    b = (gguf_builder){0};
+    mf_gguf_init(&b);
     gpt2_metadata(&b, 100, 257);
     assert_int_equal(load_gguf_metadata(&b, &tok, &err), LMS_ERR_FORMAT);
     assert_non_null(strstr(err.msg, "token_type has 100 entries for 258 tokens"));
 
-    b = (gguf_builder){0};
+    mf_gguf_init(&b);
     gpt2_metadata(&b, 258, 9999);
     assert_int_equal(load_gguf_metadata(&b, &tok, &err), LMS_ERR_FORMAT);
     assert_non_null(strstr(err.msg, "bos_token_id = 9999 is outside the vocabulary of 258"));
@@ -454,29 +397,26 @@ static void test_gguf_metadata(void **state)
 
 /* SentencePiece without merges: the adjacent pair whose concatenation scores
  * highest merges first. "ab" is reachable as "▁" + "ab" or "▁a" + "b". */
-static void spm_metadata(gguf_builder *b, float score_ab, float score_spiece_a)
+static void spm_metadata(mf_gguf *g, float score_ab, float score_spiece_a)
 {
     static const char *const tokens[] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81",
                                          "a",     "b",   "ab",   "\342\226\201a"};
     const float scores[] = {0, 0, 0, -1, -2, -3, score_ab, score_spiece_a};
-    const uint32_t types[] = {2, 3, 3, 1, 1, 1, 1, 1};
-    kv_str(b, "tokenizer.ggml.model", "llama");
-    kv_array_header(b, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, 8);
-    for (int i = 0; i < 8; i++)
-        put_str(b, tokens[i]);
-    kv_array_header(b, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, 8);
-    put(b, scores, sizeof scores);
-    kv_array_header(b, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, 8);
-    put(b, types, sizeof types);
-    kv_u32(b, "tokenizer.ggml.unknown_token_id", 0);
-    kv_u32(b, "tokenizer.ggml.bos_token_id", 1);
-    kv_u32(b, "tokenizer.ggml.eos_token_id", 2);
+    const int32_t types[] = {2, 3, 3, 1, 1, 1, 1, 1};
+    mf_gguf_str(g, "tokenizer.ggml.model", "llama");
+    mf_gguf_strs(g, "tokenizer.ggml.tokens", tokens, 8);
+    mf_gguf_f32s(g, "tokenizer.ggml.scores", scores, 8);
+    mf_gguf_i32s(g, "tokenizer.ggml.token_type", types, 8);
+    mf_gguf_u32(g, "tokenizer.ggml.unknown_token_id", 0);
+    mf_gguf_u32(g, "tokenizer.ggml.bos_token_id", 1);
+    mf_gguf_u32(g, "tokenizer.ggml.eos_token_id", 2);
 }
 
 static void test_gguf_sentencepiece_scores(void **state)
 {
     (void)state;
-    gguf_builder b = {0};
+    mf_gguf b;
+    mf_gguf_init(&b);
     lms_tokenizer *tok;
     lms_error err = {0};
     spm_metadata(&b, -4, -5);
@@ -486,7 +426,7 @@ static void test_gguf_sentencepiece_scores(void **state)
     const int32_t ids[] = {1, 3, 6, 7};
     expect_decoded(tok, ids, 4, true, "ab a"); /* the dummy prefix's space is stripped */
     lms_tokenizer_free(tok);
-    b = (gguf_builder){0};
+    mf_gguf_init(&b);
     spm_metadata(&b, -5, -4);
     assert_int_equal(load_gguf_metadata(&b, &tok, &err), LMS_OK);
     EXPECT_IDS(tok, "ab", false, 7, 5);

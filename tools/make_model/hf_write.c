@@ -1,11 +1,11 @@
 /*
  * hf_write.c — the Hugging Face directory writer (see mm_hf.h).
  *
- * safetensors: an 8-byte little-endian header length, a JSON header
- * {"__metadata__": {...}, name: {"dtype", "shape", "data_offsets"}} padded
- * with spaces to a multiple of 8, then the tensors back to back in the
- * header's (name) order. Shards split the tensors evenly by count, in model
- * order (embedding, layers, final norm, head).
+ * Each .safetensors file: its head encoded by mf_safetensors with the
+ * tensors sorted by name, then their data streamed in that order. Shards
+ * split the tensors evenly by count, in model order (embedding, layers,
+ * final norm, head); config.json and the shard index are written with
+ * json-c as transformers writes them.
  */
 #include "mm_hf.h"
 
@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "mf_safetensors.h"
 #include "mm_out.h"
 #include "mm_stream.h"
 
@@ -143,56 +144,33 @@ static int by_hf_name(const void *a, const void *b)
     return strcmp((*(const mm_tensor *const *)a)->hf_name, (*(const mm_tensor *const *)b)->hf_name);
 }
 
-static json_object *safetensors_header(const mm_tensor *const *shard, size_t n, mm_dtype dtype)
-{
-    json_object *h = json_object_new_object();
-    json_object *meta = json_object_new_object();
-    json_object_object_add(meta, "format", json_object_new_string("pt"));
-    json_object_object_add(h, "__metadata__", meta);
-    uint64_t offset = 0;
-    for (size_t i = 0; i < n; i++) {
-        const mm_tensor *t = shard[i];
-        json_object *info = json_object_new_object();
-        json_object *shape = json_object_new_array();
-        if (t->n_dims == 2) json_object_array_add(shape, json_object_new_int64(t->rows));
-        json_object_array_add(shape, json_object_new_int64(t->cols));
-        const uint64_t end = offset + mm_tensor_bytes(t, dtype);
-        json_object *offsets = json_object_new_array();
-        json_object_array_add(offsets, json_object_new_uint64(offset));
-        json_object_array_add(offsets, json_object_new_uint64(end));
-        json_object_object_add(info, "dtype", json_object_new_string(safetensors_dtype(dtype)));
-        json_object_object_add(info, "shape", shape);
-        json_object_object_add(info, "data_offsets", offsets);
-        json_object_object_add(h, t->hf_name, info);
-        offset = end;
-    }
-    return h;
-}
-
 /* One .safetensors file holding shard[0..n) (sorted here by name). */
 static lms_status write_safetensors(const char *path, const mm_spec *spec, const mm_tensor **shard,
                                     size_t n, lms_error *err)
 {
     const mm_dtype dtype = mm_spec_checkpoint_dtype(spec);
     qsort(shard, n, sizeof *shard, by_hf_name);
-    json_object *header = safetensors_header(shard, n, dtype);
-    size_t len = 0;
-    const char *text = json_object_to_json_string_length(
-        header, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-    if (!text) {
-        json_object_put(header);
-        return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for %s's header", path);
+    mf_safetensor *heads = calloc(n ? n : 1, sizeof *heads);
+    uint64_t(*shapes)[2] = calloc(n ? n : 1, sizeof *shapes);
+    mf_buf head = {0};
+    lms_status st = LMS_OK;
+    if (heads && shapes) {
+        for (size_t i = 0; i < n; i++) {
+            const mm_tensor *t = shard[i];
+            /* PyTorch order: [rows, cols], or [cols] for a vector */
+            shapes[i][0] = t->n_dims == 2 ? (uint64_t)t->rows : (uint64_t)t->cols;
+            shapes[i][1] = (uint64_t)t->cols;
+            heads[i] = (mf_safetensor){t->hf_name, safetensors_dtype(dtype), (uint32_t)t->n_dims,
+                                       shapes[i], mm_tensor_bytes(t, dtype)};
+        }
+        mf_safetensors_head(heads, n, &head);
     }
-    const size_t padded = (len + 7) / 8 * 8;
+    if (!heads || !shapes || head.failed)
+        st = lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for %s's header", path);
     mm_out out;
-    lms_status st = mm_out_open(&out, path, err);
+    if (st == LMS_OK) st = mm_out_open(&out, path, err);
     if (st == LMS_OK) {
-        uint8_t le[8];
-        for (int i = 0; i < 8; i++)
-            le[i] = (uint8_t)((uint64_t)padded >> (8 * i));
-        mm_out_write(&out, le, sizeof le);
-        mm_out_write(&out, text, len);
-        mm_out_write(&out, "        ", padded - len);
+        mm_out_write(&out, head.data, head.len);
         for (size_t i = 0; i < n && st == LMS_OK; i++)
             st = mm_stream_tensor(&out, spec, shard[i], dtype, MM_LAYOUT_HF, err);
         if (st == LMS_OK)
@@ -200,7 +178,9 @@ static lms_status write_safetensors(const char *path, const mm_spec *spec, const
         else
             mm_out_abort(&out);
     }
-    json_object_put(header);
+    mf_buf_free(&head);
+    free(shapes);
+    free(heads);
     return st;
 }
 

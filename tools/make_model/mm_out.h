@@ -1,6 +1,5 @@
 /*
- * mm_out.h — an output file that appears only when complete, and a growable
- * byte buffer for the little-endian encodings the writers assemble.
+ * mm_out.h — an output file that appears only when complete.
  *
  * mm_out writes to "PATH.tmp" and renames it to PATH on commit, so an
  * interrupted run never leaves a file that looks finished (the build only
@@ -30,16 +29,5 @@ void mm_out_pad(mm_out *out, uint64_t alignment); /* zeros up to a multiple */
 /* Flushes, closes and renames into place; on any error removes the file. */
 lms_status mm_out_commit(mm_out *out, lms_error *err);
 void mm_out_abort(mm_out *out); /* closes and removes the temporary file */
-
-typedef struct {
-    uint8_t *data;
-    size_t len, cap;
-    int failed; /* an allocation failed; the contents are incomplete */
-} mm_buf;
-
-void mm_buf_put(mm_buf *b, const void *data, size_t n);
-void mm_buf_u32(mm_buf *b, uint32_t v);
-void mm_buf_u64(mm_buf *b, uint64_t v);
-void mm_buf_free(mm_buf *b);
 
 #endif

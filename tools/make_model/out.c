@@ -1,5 +1,5 @@
 /*
- * out.c — atomic output files and little-endian byte buffers (see mm_out.h).
+ * out.c — atomic output files (see mm_out.h).
  */
 #include "mm_out.h"
 
@@ -81,50 +81,4 @@ void mm_out_abort(mm_out *out)
     fclose(out->file);
     remove(out->tmp_path);
     release(out);
-}
-
-void mm_buf_put(mm_buf *b, const void *data, size_t n)
-{
-    if (b->failed) return;
-    if (n > b->cap - b->len) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (n > cap - b->len) {
-            if (cap > SIZE_MAX / 2) {
-                b->failed = 1;
-                return;
-            }
-            cap *= 2;
-        }
-        uint8_t *grown = realloc(b->data, cap);
-        if (!grown) {
-            b->failed = 1;
-            return;
-        }
-        b->data = grown;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, data, n);
-    b->len += n;
-}
-
-void mm_buf_u32(mm_buf *b, uint32_t v)
-{
-    uint8_t le[4];
-    for (int i = 0; i < 4; i++)
-        le[i] = (uint8_t)(v >> (8 * i));
-    mm_buf_put(b, le, sizeof le);
-}
-
-void mm_buf_u64(mm_buf *b, uint64_t v)
-{
-    uint8_t le[8];
-    for (int i = 0; i < 8; i++)
-        le[i] = (uint8_t)(v >> (8 * i));
-    mm_buf_put(b, le, sizeof le);
-}
-
-void mm_buf_free(mm_buf *b)
-{
-    free(b->data);
-    memset(b, 0, sizeof *b);
 }
