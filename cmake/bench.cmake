@@ -12,7 +12,7 @@ add_executable(bench_engine ${BENCH_ENGINE_SOURCES})
 target_link_libraries(bench_engine PRIVATE lmscore_engine)
 add_executable(bench_lm_head ${CMAKE_SOURCE_DIR}/bench/lm_head/bench_lm_head.c)
 target_compile_options(bench_lm_head PRIVATE ${LMSCORE_OPENMP_FLAG})
-target_link_libraries(bench_lm_head PRIVATE lmscore_engine)
+target_link_libraries(bench_lm_head PRIVATE lmscore_engine_internal)
 
 set(LMSCORE_BENCH_RESULTS ${CMAKE_BINARY_DIR}/bench-results)
 add_custom_target(bench

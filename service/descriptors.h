@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "lmscore.h"
 
 typedef struct descriptor_pool descriptor_pool;
 

@@ -14,7 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "alloc.h"
 #include "metrics.h"
 
 typedef struct {
@@ -264,9 +263,10 @@ static void server_state(text *t, service *svc, const metrics_detail *d, const m
            "precision and the algorithms it offers");
     put(t, "lmscore_build_info{version=\"%s\",model=\"", LMSCORED_VERSION);
     if (engine) {
-        const lms_model_config *mc = lms_engine_model_config(engine);
-        put_escaped(t, mc->name);
-        put(t, "\",architecture=\"%s\",precision=\"%s\"", lms_arch_name(mc->arch),
+        lms_model_info mi;
+        lms_engine_model_info(engine, &mi);
+        put_escaped(t, mi.name);
+        put(t, "\",architecture=\"%s\",precision=\"%s\"", mi.architecture,
             service_model_precision(engine));
         put(t, ",default_algorithm=\"%s\"",
             lms_algorithm_name(lms_engine_options_get(engine)->algorithm));

@@ -155,12 +155,13 @@ static lms_status load_model(const lmscored_config *cfg, lms_engine **out, lms_e
         return lms_fail_context(err, "warm-up");
     }
     metrics_model_loaded((double)(now_ms() - t0) / 1000.0);
-    const lms_model_config *mc = lms_engine_model_config(*out);
+    lms_model_info mi;
+    lms_engine_model_info(*out, &mi);
     log_record r;
     log_begin(&r, LOG_INFO, "model loaded and warmed up");
-    log_str(&r, "model", mc->name);
-    log_str(&r, "arch", lms_arch_name(mc->arch));
-    log_int(&r, "vocab", mc->vocab_size);
+    log_str(&r, "model", mi.name);
+    log_str(&r, "arch", mi.architecture);
+    log_int(&r, "vocab", mi.vocab_size);
     log_int(&r, "ms", now_ms() - t0);
     log_end(&r);
     return LMS_OK;

@@ -6,7 +6,7 @@
 #define LMSCORED_METRICS_HTTP_H
 
 #include "service.h"
-#include "status.h"
+#include "lmscore.h"
 
 typedef struct metrics_http metrics_http;
 

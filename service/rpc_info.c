@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
 #include "lmscore/v1/score.pb-c.h"
 #include "metrics.h"
 #include "score_request.h"
@@ -78,15 +77,16 @@ static void on_get_model_info(call *c, const uint8_t *msg, size_t len)
     if (!req) return;
     protobuf_c_message_free_unpacked(req, NULL);
 
-    const lms_model_config *mc = lms_engine_model_config(engine);
+    lms_model_info mi;
+    lms_engine_model_info(engine, &mi);
     const lms_engine_options *eo = lms_engine_options_get(engine);
     const lmscored_config *cfg = svc->cfg;
 
     Lmscore__V1__GetModelInfoResponse resp = LMSCORE__V1__GET_MODEL_INFO_RESPONSE__INIT;
-    resp.model_name = (char *)mc->name;
-    resp.architecture = (char *)lms_arch_name(mc->arch);
-    resp.vocab_size = mc->vocab_size;
-    resp.context_length = mc->context_length;
+    resp.model_name = mi.name;
+    resp.architecture = (char *)mi.architecture;
+    resp.vocab_size = mi.vocab_size;
+    resp.context_length = mi.context_length;
     Lmscore__V1__Algorithm algorithms[] = {LMSCORE__V1__ALGORITHM__ALGORITHM_SERIAL,
                                            LMSCORE__V1__ALGORITHM__ALGORITHM_PACKED_DENSE,
                                            LMSCORE__V1__ALGORITHM__ALGORITHM_PACKED_SEGMENT,
@@ -96,10 +96,10 @@ static void on_get_model_info(call *c, const uint8_t *msg, size_t len)
     resp.default_algorithm = score_algorithm_to_proto(eo->algorithm);
     resp.has_tokenizer = lms_engine_tokenizer(engine) != NULL;
     resp.delimiter_token_id = eo->delimiter;
-    resp.num_layers = mc->n_layers;
-    resp.hidden_size = mc->d_model;
-    resp.num_attention_heads = mc->n_heads;
-    resp.num_key_value_heads = mc->n_kv_heads;
+    resp.num_layers = mi.n_layers;
+    resp.hidden_size = mi.d_model;
+    resp.num_attention_heads = mi.n_heads;
+    resp.num_key_value_heads = mi.n_kv_heads;
 
     Lmscore__V1__Limits limits = LMSCORE__V1__LIMITS__INIT;
     limits.max_items = eo->max_items;

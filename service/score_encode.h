@@ -13,7 +13,6 @@
 #include "lmscore.h"
 #include "google/protobuf/duration.pb-c.h"
 #include "lmscore/v1/score.pb-c.h"
-#include "status.h"
 
 typedef struct {
     Lmscore__V1__ItemScores *items;

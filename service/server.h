@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "call.h"
-#include "status.h"
+#include "lmscore.h"
 
 typedef struct {
     const char *listen;   /* host:port; port 0 picks one */

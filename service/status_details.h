@@ -10,7 +10,7 @@
 #include <grpc/slice.h>
 #include <grpc/status.h>
 
-#include "status.h"
+#include "lmscore.h"
 
 #define STATUS_DETAILS_KEY    "grpc-status-details-bin"
 #define STATUS_DETAILS_DOMAIN "lmscore"

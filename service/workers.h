@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "lmscore.h"
 
 typedef struct worker_job {
     /* Runs on a worker thread and takes the job over (frees it). */

@@ -8,7 +8,7 @@ set(TOKENIZER_REF ${CMAKE_BINARY_DIR}/tokenizer-ref)
 
 add_executable(compare_tokenizer ${TOKENIZER_TESTS}/compare_tokenizer.c
                                  ${TOKENIZER_TESTS}/corpus_io.c)
-target_link_libraries(compare_tokenizer PRIVATE lmscore_engine)
+target_link_libraries(compare_tokenizer PRIVATE lmscore_engine_internal)
 
 add_test(NAME tokenizer.reference
          COMMAND sh ${TOKENIZER_TESTS}/run_reference.sh ${TOKENIZER_REF} ${TOKENIZER_TESTS})
@@ -42,7 +42,7 @@ endforeach()
 add_executable(bench_tokenizer ${CMAKE_SOURCE_DIR}/bench/tokenizer/bench_tokenizer.c
                                ${TOKENIZER_TESTS}/corpus_io.c)
 target_include_directories(bench_tokenizer PRIVATE ${TOKENIZER_TESTS})
-target_link_libraries(bench_tokenizer PRIVATE lmscore_engine)
+target_link_libraries(bench_tokenizer PRIVATE lmscore_engine_internal)
 
 # The fuzzer loads the real tokenizers that the `tokenizers` target fetched.
 if(LMSCORE_FUZZ)

@@ -128,7 +128,7 @@ static void progress(const char *workload, const char *label, const run_result *
 
 /* ---- phases -------------------------------------------------------------- */
 
-static int measure_sgemm(const lms_model_config *c, const preset *p, const char *when,
+static int measure_sgemm(const lms_model_info *c, const preset *p, const char *when,
                          sgemm_round *round)
 {
     const int32_t m = p->forward_tokens, d = c->d_model, ff = c->d_ff;
@@ -156,11 +156,12 @@ static int measure_sgemm(const lms_model_config *c, const preset *p, const char 
 
 static int measure_forward(lms_engine *e, const flop_units *u, const options *o, forward_result *f)
 {
-    const lms_model_config *c = lms_engine_model_config(e);
+    lms_model_info c;
+    lms_engine_model_info(e, &c);
     const workload one = {
         .name = "fw", .q = o->p->forward_tokens - 1, .n = 1, .l = 1, .serial_items = 1};
     request_data d;
-    if (request_data_init(&d, &one, c->vocab_size, 2) != 0) return -1;
+    if (request_data_init(&d, &one, c.vocab_size, 2) != 0) return -1;
     *f = (forward_result){.tokens = o->p->forward_tokens, .n_reps = o->p->forward_reps};
     f->useful_flops = flops_sequence(u, f->tokens, 1);
     int rc = 0;
@@ -214,7 +215,9 @@ static void keep_best(algo_row *a, bool first, const run_result *x)
 static int run_workload(lms_engine *e, const flop_units *u, const options *o, workload_result *wr)
 {
     const workload *w = wr->w;
-    const int32_t vocab = lms_engine_model_config(e)->vocab_size;
+    lms_model_info model;
+    lms_engine_model_info(e, &model);
+    const int32_t vocab = model.vocab_size;
     const uint64_t seed = 1000 + (uint64_t)w->name[0];
     const int n_algos = (int)(sizeof COLD_ORDER / sizeof *COLD_ORDER);
     request_data d;
@@ -298,8 +301,9 @@ int main(int argc, char **argv)
         return 1;
     }
     const double load_seconds = clock_seconds() - t0;
-    const lms_model_config *c = lms_engine_model_config(e);
-    const flop_units u = flop_units_of(c);
+    lms_model_info model;
+    lms_engine_model_info(e, &model);
+    const flop_units u = flop_units_of(&model);
     printf("model %s loaded in %.1f s\n", o.model, load_seconds);
 
     report r;
@@ -307,14 +311,14 @@ int main(int argc, char **argv)
         lms_engine_close(e);
         return 1;
     }
-    report_header(&r, o.model, c, load_seconds);
+    report_header(&r, o.model, &model, load_seconds);
     /* sgemm rounds: at the start, before each workload, at the end. */
     sgemm_round rounds[2 + 4];
     int n_rounds = 0, failed = 0, n_done = 0;
     bool forward_ok = false;
     forward_result fw;
     workload_result done[4];
-    if (measure_sgemm(c, o.p, "start", &rounds[n_rounds]) == 0) {
+    if (measure_sgemm(&model, o.p, "start", &rounds[n_rounds]) == 0) {
         n_rounds++;
         forward_ok = measure_forward(e, &u, &o, &fw) == 0;
     }
@@ -324,11 +328,11 @@ int main(int argc, char **argv)
         if (o.only && !strchr(o.only, w->name[0])) continue;
         char when[24];
         snprintf(when, sizeof when, "before (%s)", w->name);
-        if (measure_sgemm(c, o.p, when, &rounds[n_rounds]) == 0) n_rounds++;
+        if (measure_sgemm(&model, o.p, when, &rounds[n_rounds]) == 0) n_rounds++;
         done[n_done] = (workload_result){.w = w, .index = i, .check_contract = i == o.p->contract};
         failed += run_workload(e, &u, &o, &done[n_done++]);
     }
-    if (forward_ok && measure_sgemm(c, o.p, "end", &rounds[n_rounds]) == 0) n_rounds++;
+    if (forward_ok && measure_sgemm(&model, o.p, "end", &rounds[n_rounds]) == 0) n_rounds++;
     if (n_rounds) report_sgemm(&r, rounds, n_rounds);
     if (forward_ok) report_forward(&r, &fw);
     for (int i = 0; i < n_done; i++)

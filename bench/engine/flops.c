@@ -3,7 +3,7 @@
  */
 #include "flops.h"
 
-flop_units flop_units_of(const lms_model_config *c)
+flop_units flop_units_of(const lms_model_info *c)
 {
     const double d = c->d_model, qd = (double)c->n_heads * c->head_dim;
     const double kvd = (double)c->n_kv_heads * c->head_dim, ff = c->d_ff;

@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "model.h"
+#include "lmscore.h"
 
 typedef struct {
     double per_row;  /* linear layers */
@@ -24,7 +24,7 @@ typedef struct {
     double per_head; /* final LM head, per scored row */
 } flop_units;
 
-flop_units flop_units_of(const lms_model_config *cfg);
+flop_units flop_units_of(const lms_model_info *model);
 
 /* One causal sequence of t rows, scored at `scored` of them. */
 double flops_sequence(const flop_units *u, int64_t t, int64_t scored);

@@ -107,8 +107,7 @@ static void tuning_environment(char *out, size_t size)
     if (!out[0]) snprintf(out, size, "none set");
 }
 
-void report_header(report *r, const char *model_path, const lms_model_config *c,
-                   double load_seconds)
+void report_header(report *r, const char *model_path, const lms_model_info *c, double load_seconds)
 {
     char cpu[256], date[64], load[64], env[256];
     cpu_model(cpu, sizeof cpu);
@@ -123,7 +122,7 @@ void report_header(report *r, const char *model_path, const lms_model_config *c,
             "vocab %d), loaded in %.1f s.\n\n",
             date, cpu, sysconf(_SC_NPROCESSORS_ONLN), openblas_get_config(),
             openblas_get_corename(), openblas_get_num_threads(), env, load, model_path,
-            lms_arch_name(c->arch), c->n_layers, c->d_model, c->n_heads, c->n_kv_heads, c->head_dim,
+            c->architecture, c->n_layers, c->d_model, c->n_heads, c->n_kv_heads, c->head_dim,
             c->d_ff, c->vocab_size, load_seconds);
 }
 

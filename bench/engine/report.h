@@ -59,7 +59,7 @@ int report_open(report *r, const char *dir);
 /* Closes the files; returns -1 when any write failed. */
 int report_close(report *r);
 
-void report_header(report *r, const char *model_path, const lms_model_config *cfg,
+void report_header(report *r, const char *model_path, const lms_model_info *model,
                    double load_seconds);
 void report_sgemm(report *r, const sgemm_round *rounds, int n_rounds);
 void report_forward(report *r, const forward_result *f);

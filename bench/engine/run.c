@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "alloc.h"
 #include "clock.h"
 #include "proc_mem.h"
 

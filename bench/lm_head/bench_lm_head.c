@@ -1,5 +1,5 @@
 /*
- * bench_lm_head — the LM head (engine/lm_head.c) against what it replaced,
+ * bench_lm_head — the LM head (engine/compute/lm_head.c) against what it replaced,
  * one OpenBLAS sgemm over the chunk's rows and a log-softmax over the
  * full-vocabulary logits, on a real model's output matrix, in one run.
  *

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "lmscore.h"
 
 typedef struct {
     int32_t n_rows;

@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "status.h"
+#include "lmscore.h"
 
 typedef struct {
     int32_t k, n;

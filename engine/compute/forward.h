@@ -14,7 +14,7 @@
 #include "attention.h"
 #include "kv_prefix.h"
 #include "model.h"
-#include "status.h"
+#include "lmscore.h"
 
 typedef struct {
     attn_layout layout;       /* n_rows, prefix, segments, dense_mask */

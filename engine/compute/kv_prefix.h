@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "lmscore.h"
 
 typedef struct {
     int32_t n_layers;

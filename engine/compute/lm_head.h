@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "model.h"
-#include "status.h"
+#include "lmscore.h"
 
 /* out[i × n_labels + j] = log p(labels[j] | row rows[i] of x), for i <
  * n_rows (row i of x itself when rows is NULL); x is [· × d_model], the

@@ -3,8 +3,9 @@
  *
  * Every sizeable engine buffer (activations, attention scratch, KV caches,
  * converted weights) goes through lms_alloc so that the engine can report how
- * many bytes it holds now and at its peak. Tests use the peak to prove that
- * an algorithm's memory grows as O(T) and not O(T^2); the service reports it.
+ * many bytes it holds now and at its peak (lms_alloc_current_bytes and
+ * lms_alloc_peak_bytes in lmscore.h). Tests use the peak to prove that an
+ * algorithm's memory grows as O(T) and not O(T^2); the service reports it.
  * Buffers are 64-byte aligned for SIMD and sgemm.
  */
 #ifndef LMS_ALLOC_H
@@ -12,12 +13,10 @@
 
 #include <stddef.h>
 
-void *lms_alloc(size_t bytes);  /* NULL on failure or bytes == 0 */
+#include "lmscore.h"
+
+void *lms_alloc(size_t bytes);           /* NULL on failure or bytes == 0 */
 void *lms_calloc(size_t n, size_t size); /* zeroed; NULL on overflow */
 void lms_free(void *p);
-
-size_t lms_alloc_current_bytes(void);
-size_t lms_alloc_peak_bytes(void);
-void lms_alloc_reset_peak(void); /* peak := current */
 
 #endif

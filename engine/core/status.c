@@ -1,7 +1,7 @@
 /*
  * status.c — filling lms_error. Owns nothing else.
  */
-#include "status.h"
+#include "lmscore.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,10 +1,12 @@
 /*
- * lmscore.h — the engine's public API: open a model, score items against a
- * query, tokenize. This is the only engine header the service, the tools and
- * the clients' tests include.
+ * lmscore.h — the engine's public API, and its only public header: open a
+ * model, score items against a query, tokenize, report the model and the
+ * engine's memory. The daemon, the command-line tools and the clients include
+ * this header and nothing else of the engine. It depends on the C library
+ * alone.
  *
- * Semantics (DESIGN.md "Score semantics"): for item i the sequence is
- * query ++ item_i (item_i ++ query with item_first), built in token space;
+ * Semantics (docs/contract.md): for item i the sequence is query ++ item_i
+ * (item_i ++ query with item_first), built in token space;
  * lp[i][j] = log softmax(logits at the sequence's last position)[label_j]
  * over the full vocabulary; scores[i][j] = exp(lp[i][j]), or the softmax of
  * lp[i][.] over the labels when apply_softmax. Every algorithm returns the
@@ -21,10 +23,95 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model.h"
-#include "status.h"
-#include "tokenizer.h"
+/* ---- status and errors ----
+ *
+ * Every fallible engine function returns an lms_status and, on failure, fills
+ * the caller's lms_error (which may be NULL when the caller does not care).
+ * The message is for people; `reason` is a stable machine-readable token
+ * (e.g. "token_id_exceeds_vocab") that the service maps onto
+ * google.rpc.ErrorInfo, and `field` names the request field at fault.
+ */
+typedef enum {
+    LMS_OK = 0,
+    LMS_ERR_INVALID_ARGUMENT,   /* the request is malformed: see reason/field */
+    LMS_ERR_RESOURCE_EXHAUSTED, /* a configured limit or the memory budget */
+    LMS_ERR_IO,                 /* open/read/mmap failed */
+    LMS_ERR_FORMAT,             /* a model or tokenizer file is malformed */
+    LMS_ERR_UNSUPPORTED,        /* well-formed but not something we run */
+    LMS_ERR_NOMEM,              /* an allocation failed */
+    LMS_ERR_CANCELLED,          /* the caller asked us to stop */
+    LMS_ERR_INTERNAL,           /* a bug: an invariant did not hold */
+} lms_status;
 
+typedef struct {
+    lms_status status;
+    char reason[48];
+    char field[48];
+    char msg[400];
+} lms_error;
+
+/* Fills err (if non-NULL) and returns status, so callers can write
+ * `return lms_fail(err, LMS_ERR_FORMAT, NULL, NULL, "bad magic %x", m);` */
+lms_status lms_fail(lms_error *err, lms_status status, const char *reason, const char *field,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Prepends "context: " to an error already filled by a callee. */
+lms_status lms_fail_context(lms_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+const char *lms_status_name(lms_status status);
+
+/* A caller's way to stop long work: should_stop is polled between pieces of
+ * it, possibly from several threads at once, and a non-zero answer abandons
+ * the work with LMS_ERR_CANCELLED. A NULL should_stop never stops. */
+typedef struct {
+    int (*should_stop)(void *ctx);
+    void *ctx;
+} lms_stop;
+
+/* ---- tokenizer ----
+ *
+ * Text <-> token ids, identical to the Hugging Face tokenizers (byte-level
+ * BPE: GPT-2, Llama 3, Qwen2/Qwen3; SentencePiece-style BPE: Llama 2). The
+ * engine owns its tokenizer (lms_engine_tokenizer); it is immutable and safe
+ * to use from many threads at once.
+ */
+typedef struct lms_tokenizer lms_tokenizer;
+
+int32_t lms_tokenizer_vocab_size(const lms_tokenizer *tok);
+int32_t lms_tokenizer_bos_id(const lms_tokenizer *tok); /* -1 if none */
+int32_t lms_tokenizer_eos_id(const lms_tokenizer *tok); /* -1 if none */
+
+/* Encodes len bytes of text (any bytes: invalid UTF-8 has defined behaviour).
+ * add_special adds what the model's template adds around a sequence (BOS
+ * when the model adds one), as Hugging Face's add_special_tokens=True does.
+ * *ids is allocated with malloc and owned by the caller. */
+lms_status lms_tokenizer_encode(const lms_tokenizer *tok, const char *text, size_t len,
+                                bool add_special, int32_t **ids, size_t *n_ids, lms_error *err);
+
+/* Decodes ids to text (NUL-terminated, malloc'ed, owned by the caller).
+ * skip_special drops special/control tokens. An id outside the vocabulary is
+ * LMS_ERR_INVALID_ARGUMENT. */
+lms_status lms_tokenizer_decode(const lms_tokenizer *tok, const int32_t *ids, size_t n_ids,
+                                bool skip_special, char **text, size_t *len, lms_error *err);
+
+/* The id of a text that is exactly one token when encoded without special
+ * tokens (a special token's own text counts too); LMS_ERR_INVALID_ARGUMENT
+ * with reason "label_not_single_token" otherwise. */
+lms_status lms_tokenizer_single_token(const lms_tokenizer *tok, const char *text, size_t len,
+                                      int32_t *id, lms_error *err);
+
+/* ---- memory ----
+ *
+ * Every sizeable engine buffer (activations, attention scratch, KV caches,
+ * converted weights) is accounted: the bytes the engine holds now and at its
+ * peak, over all engines of the process.
+ */
+size_t lms_alloc_current_bytes(void);
+size_t lms_alloc_peak_bytes(void);
+void lms_alloc_reset_peak(void); /* peak := current */
+
+/* ---- scoring ---- */
 typedef enum {
     LMS_ALGO_AUTO = 0,
     LMS_ALGO_SERIAL = 1,
@@ -95,7 +182,17 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
                            lms_error *err);
 void lms_engine_close(lms_engine *engine);
 
-const lms_model_config *lms_engine_model_config(const lms_engine *engine);
+/* What the engine reports about the model it runs: the checkpoint's name,
+ * family and geometry. */
+typedef struct {
+    char name[128];                        /* general.name, or the directory's basename */
+    const char *architecture;              /* "llama", "qwen2", "qwen3" (static storage) */
+    int32_t n_layers, d_model, d_ff;       /* transformer blocks, hidden and FFN widths */
+    int32_t n_heads, n_kv_heads, head_dim; /* attention heads (query, key/value), width */
+    int32_t vocab_size, context_length;
+} lms_model_info;
+
+void lms_engine_model_info(const lms_engine *engine, lms_model_info *out);
 const lms_engine_options *lms_engine_options_get(const lms_engine *engine);
 /* NULL when the checkpoint carries no tokenizer (token-id requests only). */
 const lms_tokenizer *lms_engine_tokenizer(const lms_engine *engine);

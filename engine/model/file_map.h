@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "status.h"
+#include "lmscore.h"
 
 typedef struct {
     const unsigned char *data; /* NULL for an empty file */

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "lmscore.h"
 
 typedef enum {
     GGUF_TYPE_UINT8 = 0,

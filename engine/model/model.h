@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 
-#include "status.h"
+#include "lmscore.h"
 
 typedef enum {
     LMS_ARCH_LLAMA = 1,

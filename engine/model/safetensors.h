@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "lmscore.h"
 
 #define SAFETENSORS_MAX_DIMS 8
 

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "status.h"
+#include "lmscore.h"
 
 typedef enum {
     LMS_DTYPE_F32,

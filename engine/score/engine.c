@@ -10,6 +10,7 @@
 
 #include "blas_probe.h"
 #include "gguf.h"
+#include "tokenizer.h"
 
 static const char *const ALGORITHM_NAMES[] = {
     [LMS_ALGO_AUTO] = "auto",
@@ -147,9 +148,20 @@ void lms_engine_close(lms_engine *e)
     free(e);
 }
 
-const lms_model_config *lms_engine_model_config(const lms_engine *e)
+void lms_engine_model_info(const lms_engine *e, lms_model_info *out)
 {
-    return &e->model->cfg;
+    const lms_model_config *c = &e->model->cfg;
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", c->name);
+    out->architecture = lms_arch_name(c->arch);
+    out->n_layers = c->n_layers;
+    out->d_model = c->d_model;
+    out->n_heads = c->n_heads;
+    out->n_kv_heads = c->n_kv_heads;
+    out->head_dim = c->head_dim;
+    out->d_ff = c->d_ff;
+    out->vocab_size = c->vocab_size;
+    out->context_length = c->context_length;
 }
 
 const lms_engine_options *lms_engine_options_get(const lms_engine *e)

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "lmscore.h"
+#include "model.h"
 
 typedef struct {
     int32_t prefix_len; /* shared prefix rows (query, + delimiter) */

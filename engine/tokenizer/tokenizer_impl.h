@@ -18,7 +18,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include "status.h"
+#include "lmscore.h"
 #include "tokenizer.h"
 
 #define TOK_MAX_SPLITS      4 /* regex Split steps in a pre-tokenizer Sequence */

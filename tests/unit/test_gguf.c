@@ -1,5 +1,5 @@
 /*
- * test_gguf.c — the GGUF reader (engine/gguf.c): a valid file with every
+ * test_gguf.c — the GGUF reader (engine/model/gguf.c): a valid file with every
  * metadata type read back exactly; every getter's type and range rules;
  * truncation at every byte offset; hostile counts, lengths, dimensions,
  * offsets, types and duplicates, each with its precise error.

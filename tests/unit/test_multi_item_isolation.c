@@ -34,8 +34,10 @@ static void test_isolation_is_exact(void **state)
     /* A pack is closed only when the next item (at most 20 tokens and its
      * padding) does not fit, so each but the last holds over half the
      * budget: its FFN projections are threaded. */
-    const lms_model_config *c = lms_engine_model_config(e);
-    assert_true((int64_t)(opt.max_packed_tokens / 2) * c->d_model * c->d_ff > BLAS_THREADED_MNK);
+    lms_model_info model;
+    lms_engine_model_info(e, &model);
+    assert_true((int64_t)(opt.max_packed_tokens / 2) * model.d_model * model.d_ff >
+                BLAS_THREADED_MNK);
     assert_true(omp_get_max_threads() >= 2);
 
     fixture_request f;

@@ -1,5 +1,5 @@
 /*
- * test_safetensors.c — the safetensors reader (engine/safetensors.c): a
+ * test_safetensors.c — the safetensors reader (engine/model/safetensors.c): a
  * valid file read back exactly; truncation at every byte offset; bad header
  * lengths, bad JSON, bad dtypes, shapes and offsets, overlaps and
  * duplicates, each with its precise error.

@@ -1,5 +1,5 @@
 /*
- * test_tokenizer.c — unit tests of the tokenizer (engine/tokenizer.h).
+ * test_tokenizer.c — unit tests of the tokenizer (engine/tokenizer/, lmscore.h).
  *
  * Known encodings of the real Qwen3, Llama 3 and Llama 2 tokenizers (the ids
  * were computed with the reference npm packages), special-token splitting,

@@ -12,7 +12,7 @@
 #include "mm_spec.h"
 #include "mm_tensors.h"
 #include "mm_vocab.h"
-#include "status.h"
+#include "lmscore.h"
 
 /* The type a tensor is stored in: F32 for norms, biases and rope factors;
  * F16 where Q8_0 was asked for but a row is not whole 32-blocks (as the

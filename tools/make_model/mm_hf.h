@@ -12,7 +12,7 @@
 #include "mm_spec.h"
 #include "mm_tensors.h"
 #include "mm_vocab.h"
-#include "status.h"
+#include "lmscore.h"
 
 lms_status mm_write_hf(const char *dir, const char *tokenizer_dir, const mm_spec *spec,
                        const mm_vocab *vocab, const mm_tensor *tensors, size_t n_tensors,

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "status.h"
+#include "lmscore.h"
 
 typedef struct {
     FILE *file;

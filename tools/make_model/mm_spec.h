@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "lmscore.h"
 
 typedef enum {
     MM_ARCH_LLAMA,

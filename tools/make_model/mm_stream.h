@@ -10,7 +10,7 @@
 #include "mm_out.h"
 #include "mm_spec.h"
 #include "mm_tensors.h"
-#include "status.h"
+#include "lmscore.h"
 
 typedef enum {
     MM_LAYOUT_HF,   /* PyTorch row order */

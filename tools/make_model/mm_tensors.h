@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "mm_spec.h"
-#include "status.h"
+#include "lmscore.h"
 
 typedef enum {
     MM_INIT_GAUSSIAN,   /* mean + std * z, z normal-ish (see mm_weights.h) */

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "lmscore.h"
 
 /* llama.cpp's llama_token_type values (tokenizer.ggml.token_type). */
 enum {
