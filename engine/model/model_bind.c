@@ -1,22 +1,18 @@
 /*
- * model.c — lms_model_load: dispatch to the GGUF or Hugging Face front-end,
- * then the format-independent part (model_loader.h): geometry checks,
- * weight lookup by slot, shape checks against the geometry, conversion to
- * f32, and the model's lifetime.
+ * model_bind.c — the format-independent part of loading a model
+ * (model_bind.h): geometry checks, weight lookup by slot, shape checks
+ * against the geometry, conversion to f32, and the model's lifetime.
  */
-#include "model.h"
+#include "model_bind.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "alloc.h"
 #include "gguf.h"
-#include "model_loader.h"
 
 const char *lms_arch_name(lms_arch arch)
 {
@@ -411,12 +407,8 @@ lms_status lms_model_bind(lms_model *model, const lms_tensor_source *src, const 
     return st;
 }
 
-lms_status lms_model_load(const char *path, const lms_stop *stop, lms_model **out, lms_error *err)
+lms_status lms_model_create(lms_model **out, lms_error *err)
 {
-    *out = NULL;
-    struct stat st_buf;
-    if (stat(path, &st_buf) != 0)
-        return lms_fail(err, LMS_ERR_IO, NULL, NULL, "%s: %s", path, strerror(errno));
     lms_model *model = calloc(1, sizeof *model);
     if (model) model->storage = calloc(1, sizeof *model->storage);
     if (!model || !model->storage) {
@@ -424,12 +416,6 @@ lms_status lms_model_load(const char *path, const lms_stop *stop, lms_model **ou
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "model");
     }
     model->cfg.rope_scale_linear = 1.0f;
-    lms_status st = S_ISDIR(st_buf.st_mode) ? lms_model_load_hf(model, path, stop, err)
-                                            : lms_model_load_gguf(model, path, stop, err);
-    if (st != LMS_OK) {
-        lms_model_free(model);
-        return st;
-    }
     *out = model;
     return LMS_OK;
 }

@@ -2,15 +2,17 @@
  * model_gguf.c — the GGUF front-end of lms_model_load: llama.cpp's metadata
  * keys ({arch}.block_count, ...) into lms_model_config, and llama.cpp's
  * tensor names (token_embd.weight, blk.N.attn_q.weight, ...) as a tensor
- * source for model.c. The gguf_file stays open in model->gguf: F32 weights
- * point into its mapping and the tokenizer reads its metadata.
+ * source for the binder (model_bind.h). The gguf_file stays open in
+ * model->gguf: F32 weights point into its mapping and the tokenizer reads
+ * its metadata.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "gguf.h"
-#include "model_loader.h"
+#include "model_bind.h"
+#include "model_formats.h"
 
 static const char *const gguf_global_names[LMS_GLOBAL_COUNT] = {
     [LMS_GLOBAL_TOK_EMBD] = "token_embd.weight",

@@ -17,7 +17,8 @@
 #include <json-c/json.h>
 
 #include "alloc.h"
-#include "model_loader.h"
+#include "model_bind.h"
+#include "model_formats.h"
 #include "name_index.h"
 
 static const char *const hf_global_names[LMS_GLOBAL_COUNT] = {

@@ -1,5 +1,5 @@
 /*
- * test_model.c — lms_model_load (engine/model*.c): tiny llama, qwen2 and
+ * test_model.c — lms_model_load (engine/model/model*.c): tiny llama, qwen2 and
  * qwen3 checkpoints written here as GGUF files (F32, F16, BF16, Q8_0) and
  * as Hugging Face directories (single and sharded safetensors, F32, F16,
  * BF16) load with the exact geometry and the exact weight values; and

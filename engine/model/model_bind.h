@@ -1,15 +1,15 @@
 /*
- * model_loader.h — private interface between lms_model_load (model.c) and
- * the two checkpoint formats (model_gguf.c, model_hf.c).
+ * model_bind.h — the format-independent half of loading a model, below the
+ * format front-ends (model_gguf.c, model_hf.c).
  *
- * A format front-end fills lms_model_config from its metadata and describes
- * its tensors through an lms_tensor_source; model.c then checks the
+ * A front-end fills lms_model_config from its metadata and describes its
+ * tensors through an lms_tensor_source; lms_model_bind then checks the
  * geometry, finds every weight the architecture needs under the format's
  * names, checks each shape against the geometry, converts to f32 where
  * needed and rejects tensors that no slot consumed.
  */
-#ifndef LMS_MODEL_LOADER_H
-#define LMS_MODEL_LOADER_H
+#ifndef LMS_MODEL_BIND_H
+#define LMS_MODEL_BIND_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -80,13 +80,9 @@ typedef struct {
     const void *ctx;
 } lms_tensor_source;
 
-/* Format front-ends: fill model->cfg (everything but vocab_size may be
- * taken from the embedding when 0), open the files into model->gguf /
- * model->storage, then call lms_model_bind. */
-lms_status lms_model_load_gguf(lms_model *model, const char *path, const lms_stop *stop,
-                               lms_error *err);
-lms_status lms_model_load_hf(lms_model *model, const char *dir, const lms_stop *stop,
-                             lms_error *err);
+/* An empty model with its storage, for a front-end to fill; free it with
+ * lms_model_free. */
+lms_status lms_model_create(lms_model **out, lms_error *err);
 
 /* Stores a geometry value read as `key`, which must be in 1..INT32_MAX. */
 lms_status lms_model_set_dim(int32_t *dst, const char *key, int64_t value, lms_error *err);
