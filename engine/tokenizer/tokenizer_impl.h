@@ -1,7 +1,8 @@
 /*
  * tokenizer_impl.h — the tokenizer's private state and the internal interface
- * between tokenizer*.c (pipeline, vocabulary, text, pre-tokenizer, BPE and
- * the two loaders). Nothing outside engine/tokenizer*.c includes it.
+ * between the files of engine/tokenizer/ (pipeline, construction, vocabulary,
+ * text, pre-tokenizer, BPE and the two loaders). Nothing outside
+ * engine/tokenizer/ includes it.
  *
  * The pipeline mirrors the reference (transformers.js, which reproduces the
  * Hugging Face tokenizers): invalid UTF-8 replaced, added tokens split out,
@@ -105,7 +106,7 @@ struct lms_tokenizer {
     int decode_strip_spaces; /* SentencePiece decoder Strip: leading spaces */
 };
 
-/* ---- tokenizer.c: construction shared by the loaders ---- */
+/* ---- tokenizer_build.c: construction shared by the loaders ---- */
 lms_status tok_create(tok_kind kind, int32_t n_vocab, lms_tokenizer **out, lms_error *err);
 /* Finishes construction once the vocabulary is indexed: orders the added
  * tokens for matching, resolves the byte table, checks what encode needs. */
