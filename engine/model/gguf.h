@@ -40,7 +40,14 @@ typedef enum {
 typedef enum {
     GGML_TYPE_F32 = 0,
     GGML_TYPE_F16 = 1,
+    GGML_TYPE_Q4_0 = 2,
+    GGML_TYPE_Q4_1 = 3,
+    GGML_TYPE_Q5_0 = 6,
+    GGML_TYPE_Q5_1 = 7,
     GGML_TYPE_Q8_0 = 8,
+    GGML_TYPE_Q4_K = 12,
+    GGML_TYPE_Q5_K = 13,
+    GGML_TYPE_Q6_K = 14,
     GGML_TYPE_BF16 = 30,
 } ggml_type;
 

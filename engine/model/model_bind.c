@@ -246,7 +246,8 @@ static lms_status bind_tensor(binder *b, const char *name, const slot_shape *sha
     b->src->describe(b->src->ctx, index, &t);
     if (!t.convertible)
         return lms_fail(err, LMS_ERR_UNSUPPORTED, NULL, NULL,
-                        "tensor '%s' is stored as %s; only f32, f16, bf16 and q8_0 can be loaded",
+                        "tensor '%s' is stored as %s; f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, "
+                        "q8_0, q4_K, q5_K and q6_K can be loaded",
                         name, t.type_name);
     if (!shape_matches(&t, shape)) {
         char have[160], want[80];

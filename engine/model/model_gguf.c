@@ -52,29 +52,13 @@ static void gguf_source_describe(const void *ctx, size_t index, lms_stored_tenso
     const gguf_tensor *t = gguf_tensor_at(ctx, index);
     *out = (lms_stored_tensor){.name = t->name.ptr,
                                .name_len = t->name.len,
-                               .convertible = true,
                                .type_name = gguf_ggml_type_name(t->type),
                                .n_dims = t->n_dims,
                                .data = t->data};
     /* ggml's ne[0] is the fastest-varying dimension: reverse to row-major. */
     for (uint32_t i = 0; i < t->n_dims; i++)
         out->dims[i] = t->ne[t->n_dims - 1 - i];
-    switch (t->type) {
-    case GGML_TYPE_F32:
-        out->dtype = LMS_DTYPE_F32;
-        break;
-    case GGML_TYPE_F16:
-        out->dtype = LMS_DTYPE_F16;
-        break;
-    case GGML_TYPE_BF16:
-        out->dtype = LMS_DTYPE_BF16;
-        break;
-    case GGML_TYPE_Q8_0:
-        out->dtype = LMS_DTYPE_Q8_0;
-        break;
-    default:
-        out->convertible = false;
-    }
+    out->convertible = lms_dtype_of_ggml(t->type, &out->dtype);
 }
 
 /* "{arch}.{suffix}" */

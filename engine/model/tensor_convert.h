@@ -1,7 +1,7 @@
 /*
- * tensor_convert.h — widening stored weights to f32: F16, BF16 and Q8_0
- * (ggml's blocks of 32 int8 values sharing one f16 scale, 34 bytes each),
- * and F32 itself (a copy, for data that is not 4-byte aligned in its file).
+ * tensor_convert.h — widening stored weights to f32: F16, BF16, ggml's
+ * block formats (ggml_blocks.h), and F32 itself (a copy, for data that is
+ * not 4-byte aligned in its file).
  *
  * Sources may sit at any byte address. Conversion runs in parallel (OpenMP)
  * and the inner loops are plain loops the compiler vectorises.
@@ -11,22 +11,11 @@
 
 #include <stddef.h>
 
+#include "dtype.h"
 #include "lmscore.h"
 
-typedef enum {
-    LMS_DTYPE_F32,
-    LMS_DTYPE_F16,
-    LMS_DTYPE_BF16,
-    LMS_DTYPE_Q8_0,
-} lms_dtype;
-
-#define LMS_Q8_0_BLOCK       32
-#define LMS_Q8_0_BLOCK_BYTES 34
-
-const char *lms_dtype_name(lms_dtype type);
-
 /* One tensor to convert: n elements of type at src into dst (n a multiple
- * of LMS_Q8_0_BLOCK for Q8_0). */
+ * of the type's block). */
 typedef struct {
     lms_dtype type;
     const void *src;

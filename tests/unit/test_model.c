@@ -1,6 +1,7 @@
 /*
  * test_model.c — lms_model_load (engine/model/model*.c): tiny llama, qwen2 and
- * qwen3 checkpoints written here as GGUF files (F32, F16, BF16, Q8_0) and
+ * qwen3 checkpoints written here as GGUF files (F32, F16, BF16, Q8_0, and
+ * every block type of ggml_blocks.h mixed in one file) and
  * as Hugging Face directories (single and sharded safetensors, F32, F16,
  * BF16) load with the exact geometry and the exact weight values; and
  * every way a checkpoint can be wrong (missing or unexpected tensors,
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "ggml_blocks.h"
 #include "gguf.h"
 #include "model.h"
 #include "model_files.h"
@@ -474,6 +476,80 @@ static void test_gguf_llama_converted_tied_with_rope_freqs(void **state)
     }
 }
 
+/* A file of every block type at once, one per matrix (as llama.cpp's mixed
+ * files have several): each matrix loads as the decoding of its own stored
+ * blocks, whatever their bytes. */
+static void test_gguf_mixed_block_types(void **state)
+{
+    (void)state;
+    static const struct {
+        uint32_t ggml;
+        lms_dtype dtype;
+    } types[] = {
+        {GGML_TYPE_Q4_0, LMS_DTYPE_Q4_0}, {GGML_TYPE_Q4_1, LMS_DTYPE_Q4_1},
+        {GGML_TYPE_Q5_0, LMS_DTYPE_Q5_0}, {GGML_TYPE_Q5_1, LMS_DTYPE_Q5_1},
+        {GGML_TYPE_Q8_0, LMS_DTYPE_Q8_0}, {GGML_TYPE_Q4_K, LMS_DTYPE_Q4_K},
+        {GGML_TYPE_Q5_K, LMS_DTYPE_Q5_K}, {GGML_TYPE_Q6_K, LMS_DTYPE_Q6_K},
+    };
+    const size_t n_types = sizeof types / sizeof types[0];
+    scratch s;
+    scratch_init(&s);
+    /* Rows of whole 256-element super-blocks for every matrix. */
+    geometry g = {LMS_ARCH_QWEN3, 2, 256, 4, 2, 64, 512, 50};
+    gguf_writer w;
+    build_gguf(&w, &g, &(gguf_options){GGML_TYPE_F32, false, NULL});
+    typedef struct {
+        const weight_def *def;
+        int layer;
+        lms_dtype dtype;
+    } matrix;
+    matrix matrices[2 * N_DEFS];
+    size_t n = 0;
+    uint64_t seed = 1;
+    for (int l = -1; l < g.layers; l++) {
+        for (size_t i = 0; i < N_DEFS; i++) {
+            const weight_def *d = &defs[i];
+            if (d->per_layer != (l >= 0) || !d->cols || !def_in_arch(d, g.arch)) continue;
+            char name[128];
+            full_name(name, sizeof name, true, d, l);
+            const uint64_t rows = dim(&g, d->rows), cols = dim(&g, d->cols);
+            const lms_dtype t = types[n % n_types].dtype;
+            const size_t bytes =
+                (size_t)(rows * cols) / lms_dtype_block_elements(t) * lms_dtype_block_bytes(t);
+            unsigned char *data = malloc(bytes);
+            assert_non_null(data);
+            for (size_t b = 0; b < bytes; b++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                data[b] = (unsigned char)(seed >> 56);
+            }
+            drop_gguf_tensor(&w, name);
+            gw_tensor(&w, name, types[n % n_types].ggml, 2, (uint64_t[]){cols, rows}, data, bytes);
+            free(data);
+            matrices[n++] = (matrix){d, l, t};
+        }
+    }
+    assert_true(n >= 2 * n_types);
+    write_gguf(&w, s.path);
+    lms_model *m = load_ok(s.path);
+    check_geometry(m, &g);
+    for (size_t i = 0; i < n; i++) {
+        char name[128];
+        full_name(name, sizeof name, true, matrices[i].def, matrices[i].layer);
+        const gguf_tensor *t = gguf_find_tensor(m->gguf, name);
+        const size_t count = (size_t)t->n_elements;
+        float *want = malloc(count * sizeof *want);
+        assert_non_null(want);
+        lms_ggml_blocks_to_f32(matrices[i].dtype, t->data,
+                               count / lms_dtype_block_elements(matrices[i].dtype), want);
+        assert_memory_equal(model_weight(m, matrices[i].def, matrices[i].layer), want,
+                            count * sizeof *want);
+        free(want);
+    }
+    lms_model_free(m);
+    gw_free(&w);
+    scratch_free(&s);
+}
+
 static void test_gguf_qwen2_biases_and_linear_rope(void **state)
 {
     (void)state;
@@ -530,11 +606,11 @@ static void wrong_k_shape(gguf_writer *w)
     add_gguf_weight(w, "blk.0.attn_k.weight", 96, 64, GGML_TYPE_F32);
 }
 
-static void q4_0_matrix(gguf_writer *w)
+static void iq4_nl_matrix(gguf_writer *w)
 {
     drop_gguf_tensor(w, "blk.0.attn_v.weight");
     unsigned char blocks[64 * 2 * 18] = {0}; /* 64 rows of 64: 2 blocks of 18 bytes each */
-    gw_tensor(w, "blk.0.attn_v.weight", 2 /* q4_0 */, 2, (uint64_t[]){64, 64}, blocks,
+    gw_tensor(w, "blk.0.attn_v.weight", 20 /* iq4_nl */, 2, (uint64_t[]){64, 64}, blocks,
               sizeof blocks);
 }
 
@@ -589,8 +665,8 @@ static void test_gguf_errors(void **state)
     expect_gguf_error(&f32, wrong_k_shape, LMS_ERR_FORMAT,
                       "tensor 'blk.0.attn_k.weight' has shape [96, 64], expected [64, 64] "
                       "(n_kv_heads*head_dim, d_model)");
-    expect_gguf_error(&f32, q4_0_matrix, LMS_ERR_UNSUPPORTED,
-                      "tensor 'blk.0.attn_v.weight' is stored as q4_0");
+    expect_gguf_error(&f32, iq4_nl_matrix, LMS_ERR_UNSUPPORTED,
+                      "tensor 'blk.0.attn_v.weight' is stored as iq4_nl");
     expect_gguf_error(&f32, extra_bias, LMS_ERR_UNSUPPORTED,
                       "GGUF tensor 'blk.0.attn_q.bias' is not part of a qwen3 model with 2 layers");
     expect_gguf_error(&f32, extra_layer, LMS_ERR_UNSUPPORTED,
@@ -1026,6 +1102,7 @@ int main(void)
         cmocka_unit_test(test_gguf_llama_converted_tied_with_rope_freqs),
         cmocka_unit_test(test_conversion_stops_when_asked),
         cmocka_unit_test(test_gguf_qwen2_biases_and_linear_rope),
+        cmocka_unit_test(test_gguf_mixed_block_types),
         cmocka_unit_test(test_gguf_errors),
         cmocka_unit_test(test_hf_qwen3_bf16_single_file),
         cmocka_unit_test(test_hf_qwen2_sharded_f16_tied),
