@@ -5,9 +5,11 @@
 # Each is rebuilt only when lmscore-make-model or the tokenizers change.
 
 target_sources(lmscore-make-model PRIVATE
+  ${CMAKE_SOURCE_DIR}/tools/make_model/dtype.c
   ${CMAKE_SOURCE_DIR}/tools/make_model/gguf_write.c
   ${CMAKE_SOURCE_DIR}/tools/make_model/hf_write.c
   ${CMAKE_SOURCE_DIR}/tools/make_model/out.c
+  ${CMAKE_SOURCE_DIR}/tools/make_model/quant.c
   ${CMAKE_SOURCE_DIR}/tools/make_model/spec.c
   ${CMAKE_SOURCE_DIR}/tools/make_model/stream.c
   ${CMAKE_SOURCE_DIR}/tools/make_model/tensors.c

@@ -504,7 +504,7 @@ def test_scores_are_informative():
     (["--heads", "3", "--kv-heads", "2", "--gguf", "x.gguf"], "must be a multiple of kv-heads"),
     (["--head-dim", "15", "--gguf", "x.gguf"], "must be even"),
     (["--layers", "abc", "--gguf", "x.gguf"], "--layers wants an integer"),
-    (["--dtype", "q4_0", "--gguf", "x.gguf"], "unknown dtype 'q4_0'"),
+    (["--dtype", "q3_K", "--gguf", "x.gguf"], "unknown dtype 'q3_K'"),
     (["--vocab-size", "1000", "--gguf", "x.gguf"], "smaller than the tokenizer's 151669 ids"),
     (["--vocab-from", "/nonexistent/tok", "--gguf", "x.gguf"], "cannot read /nonexistent/tok"),
     (["--preset", "tiny-llama", "--vocab-from", "llama3", "--vocab-size", "128256",

@@ -10,7 +10,6 @@
 #include "mf_gguf.h"
 #include "mm_out.h"
 #include "mm_stream.h"
-#include "mm_weights.h"
 
 /* The metadata under construction and the architecture its keys start with. */
 typedef struct {
@@ -25,17 +24,6 @@ static const char *arch_key(metadata *m, const char *suffix)
     snprintf(name, sizeof name, "%s.%s", m->arch, suffix);
     return name;
 }
-
-/* Per dtype: ggml's tensor type id and the file's llama_ftype ("mostly
- * <dtype>", general.file_type). */
-static const struct {
-    uint32_t ggml_type, file_type;
-} TYPE_IDS[] = {
-    [MM_DTYPE_F32] = {0, 0},
-    [MM_DTYPE_F16] = {1, 1},
-    [MM_DTYPE_BF16] = {30, 32},
-    [MM_DTYPE_Q8_0] = {8, 7},
-};
 
 static void model_metadata(metadata *m, const mm_spec *s)
 {
@@ -61,7 +49,7 @@ static void model_metadata(metadata *m, const mm_spec *s)
         mf_gguf_str(&m->g, arch_key(m, "rope.scaling.type"), "linear");
         mf_gguf_f32(&m->g, arch_key(m, "rope.scaling.factor"), (float)s->rope_factor);
     }
-    mf_gguf_u32(&m->g, "general.file_type", TYPE_IDS[s->dtype].file_type);
+    mf_gguf_u32(&m->g, "general.file_type", mm_dtype_about(s->dtype)->file_type);
     mf_gguf_u32(&m->g, "general.quantization_version", 2);
 }
 
@@ -92,7 +80,7 @@ static void tokenizer_metadata(metadata *m, const mm_spec *s, const mm_vocab *v)
 mm_dtype mm_gguf_tensor_type(const mm_spec *spec, const mm_tensor *t)
 {
     if (t->keep_f32) return MM_DTYPE_F32;
-    if (spec->dtype == MM_DTYPE_Q8_0 && t->cols % MM_Q8_0_BLOCK != 0) return MM_DTYPE_F16;
+    if (t->cols % mm_dtype_about(spec->dtype)->block != 0) return MM_DTYPE_F16;
     return spec->dtype;
 }
 
@@ -102,7 +90,7 @@ static void tensor_infos(mf_gguf *g, const mm_spec *spec, const mm_tensor *tenso
         const mm_tensor *t = &tensors[i];
         const mm_dtype type = mm_gguf_tensor_type(spec, t);
         const uint64_t ne[2] = {(uint64_t)t->cols, (uint64_t)t->rows};
-        mf_gguf_tensor(g, t->gguf_name, TYPE_IDS[type].ggml_type, (uint32_t)t->n_dims, ne,
+        mf_gguf_tensor(g, t->gguf_name, mm_dtype_about(type)->ggml_type, (uint32_t)t->n_dims, ne,
                        mm_tensor_bytes(t, type));
     }
 }

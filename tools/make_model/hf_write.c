@@ -28,8 +28,7 @@ static const char *safetensors_dtype(mm_dtype dtype)
         return "F16";
     case MM_DTYPE_BF16:
         return "BF16";
-    case MM_DTYPE_F32:
-    case MM_DTYPE_Q8_0:
+    default: /* the checkpoint dtype is never a block type */
         break;
     }
     return "F32";
@@ -42,8 +41,7 @@ static const char *torch_dtype(mm_dtype dtype)
         return "float16";
     case MM_DTYPE_BF16:
         return "bfloat16";
-    case MM_DTYPE_F32:
-    case MM_DTYPE_Q8_0:
+    default:
         break;
     }
     return "float32";

@@ -15,8 +15,9 @@
 #include "lmscore.h"
 
 /* The type a tensor is stored in: F32 for norms, biases and rope factors;
- * F16 where Q8_0 was asked for but a row is not whole 32-blocks (as the
- * converter falls back); the requested dtype otherwise. */
+ * F16 where a block type was asked for but a row is not whole blocks (as
+ * llama.cpp's converter falls back for Q8_0); the requested dtype
+ * otherwise. */
 mm_dtype mm_gguf_tensor_type(const mm_spec *spec, const mm_tensor *t);
 
 lms_status mm_write_gguf(const char *path, const mm_spec *spec, const mm_vocab *vocab,

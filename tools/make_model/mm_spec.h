@@ -9,21 +9,13 @@
 #include <stdint.h>
 
 #include "lmscore.h"
+#include "mm_dtype.h"
 
 typedef enum {
     MM_ARCH_LLAMA,
     MM_ARCH_QWEN2, /* llama + bias on q/k/v */
     MM_ARCH_QWEN3, /* llama + RMSNorm on every head of q and k */
 } mm_arch;
-
-/* The on-disk type of the weight matrices. Q8_0 exists in GGUF only: its
- * Hugging Face twin holds the unquantised f32 values. */
-typedef enum {
-    MM_DTYPE_F32,
-    MM_DTYPE_F16,
-    MM_DTYPE_BF16,
-    MM_DTYPE_Q8_0,
-} mm_dtype;
 
 typedef enum {
     MM_ROPE_SCALING_NONE,
@@ -75,14 +67,13 @@ lms_status mm_spec_preset(const char *name, mm_spec *out, lms_error *err);
  * KV heads, even head_dim, sane rope scaling). */
 lms_status mm_spec_validate(const mm_spec *spec, lms_error *err);
 
-const char *mm_arch_name(mm_arch arch);    /* "llama", "qwen2", "qwen3" */
-const char *mm_dtype_name(mm_dtype dtype); /* "f32", "f16", "bf16", "q8_0" */
-lms_status mm_dtype_parse(const char *text, mm_dtype *out, lms_error *err);
+const char *mm_arch_name(mm_arch arch); /* "llama", "qwen2", "qwen3" */
 lms_status mm_arch_parse(const char *text, mm_arch *out, lms_error *err);
 lms_status mm_rope_scaling_parse(const char *text, mm_rope_scaling *out, lms_error *err);
 
-/* The dtype of the Hugging Face twin: the GGUF's, except f32 for Q8_0. All
- * weights are rounded to it, so both files hold the same numbers. */
+/* The dtype of the Hugging Face twin: the GGUF's, except f32 for the block
+ * types. All weights are rounded to it, so both files hold the same
+ * numbers. */
 mm_dtype mm_spec_checkpoint_dtype(const mm_spec *spec);
 
 #endif

@@ -17,7 +17,7 @@ typedef enum {
     MM_LAYOUT_GGUF, /* llama's Q/K rows permuted as llama.cpp writes them */
 } mm_layout;
 
-/* Bytes of t stored as `type` (Q8_0 needs cols % 32 == 0). */
+/* Bytes of t stored as `type` (a block type needs whole blocks per row). */
 uint64_t mm_tensor_bytes(const mm_tensor *t, mm_dtype type);
 
 lms_status mm_stream_tensor(mm_out *out, const mm_spec *spec, const mm_tensor *t, mm_dtype type,

@@ -39,11 +39,4 @@ float mm_f16_to_f32(uint16_t h);
 uint16_t mm_f32_to_bf16(float x);
 float mm_bf16_to_f32(uint16_t b);
 
-#define MM_Q8_0_BLOCK 32
-#define MM_Q8_0_BYTES 34 /* f16 scale + 32 int8 */
-
-/* ggml's block_q8_0: d = max|x| / 127 as f16, q = round(x / d). n is a
- * multiple of MM_Q8_0_BLOCK; out receives n / 32 * 34 bytes. */
-void mm_quantize_q8_0(const float *x, int64_t n, uint8_t *out);
-
 #endif

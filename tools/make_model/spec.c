@@ -201,33 +201,6 @@ const char *mm_arch_name(mm_arch arch)
     return "?";
 }
 
-const char *mm_dtype_name(mm_dtype dtype)
-{
-    switch (dtype) {
-    case MM_DTYPE_F32:
-        return "f32";
-    case MM_DTYPE_F16:
-        return "f16";
-    case MM_DTYPE_BF16:
-        return "bf16";
-    case MM_DTYPE_Q8_0:
-        return "q8_0";
-    }
-    return "?";
-}
-
-lms_status mm_dtype_parse(const char *text, mm_dtype *out, lms_error *err)
-{
-    for (int d = MM_DTYPE_F32; d <= MM_DTYPE_Q8_0; d++) {
-        if (strcmp(text, mm_dtype_name((mm_dtype)d)) == 0) {
-            *out = (mm_dtype)d;
-            return LMS_OK;
-        }
-    }
-    return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_dtype", "dtype",
-                    "unknown dtype '%s' (f32, f16, bf16, q8_0)", text);
-}
-
 lms_status mm_arch_parse(const char *text, mm_arch *out, lms_error *err)
 {
     for (int a = MM_ARCH_LLAMA; a <= MM_ARCH_QWEN3; a++) {
@@ -255,5 +228,5 @@ lms_status mm_rope_scaling_parse(const char *text, mm_rope_scaling *out, lms_err
 
 mm_dtype mm_spec_checkpoint_dtype(const mm_spec *spec)
 {
-    return spec->dtype == MM_DTYPE_Q8_0 ? MM_DTYPE_F32 : spec->dtype;
+    return mm_dtype_about(spec->dtype)->block > 1 ? MM_DTYPE_F32 : spec->dtype;
 }

@@ -7,27 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mm_quant.h"
 #include "mm_weights.h"
 
 #define CHUNK_ELEMENTS (4 << 20)
 
-static uint64_t row_bytes(int64_t cols, mm_dtype type)
-{
-    switch (type) {
-    case MM_DTYPE_F32:
-        return 4 * (uint64_t)cols;
-    case MM_DTYPE_F16:
-    case MM_DTYPE_BF16:
-        return 2 * (uint64_t)cols;
-    case MM_DTYPE_Q8_0:
-        return (uint64_t)cols / MM_Q8_0_BLOCK * MM_Q8_0_BYTES;
-    }
-    return 0;
-}
-
 uint64_t mm_tensor_bytes(const mm_tensor *t, mm_dtype type)
 {
-    return row_bytes(t->cols, type) * (uint64_t)t->rows;
+    return mm_dtype_bytes(type, t->cols) * (uint64_t)t->rows;
 }
 
 static void encode_row(const float *x, int64_t n, mm_dtype type, uint8_t *out)
@@ -49,8 +36,8 @@ static void encode_row(const float *x, int64_t n, mm_dtype type, uint8_t *out)
             out[2 * i + 1] = (uint8_t)(h >> 8);
         }
         return;
-    case MM_DTYPE_Q8_0:
-        mm_quantize_q8_0(x, n, out);
+    default:
+        mm_quantize_row(type, x, n, out);
         return;
     }
 }
@@ -58,13 +45,13 @@ static void encode_row(const float *x, int64_t n, mm_dtype type, uint8_t *out)
 lms_status mm_stream_tensor(mm_out *out, const mm_spec *spec, const mm_tensor *t, mm_dtype type,
                             mm_layout layout, lms_error *err)
 {
-    if (type == MM_DTYPE_Q8_0 && t->cols % MM_Q8_0_BLOCK != 0)
+    if (t->cols % mm_dtype_about(type)->block != 0)
         return lms_fail(err, LMS_ERR_INTERNAL, NULL, NULL,
-                        "%s: %lld columns cannot be stored as Q8_0", t->gguf_name,
-                        (long long)t->cols);
+                        "%s: %lld columns cannot be stored as %s", t->gguf_name, (long long)t->cols,
+                        mm_dtype_name(type));
     const int64_t chunk_rows = t->cols >= CHUNK_ELEMENTS ? 1 : CHUNK_ELEMENTS / t->cols;
     const int64_t rows = chunk_rows < t->rows ? chunk_rows : t->rows;
-    const uint64_t encoded_row = row_bytes(t->cols, type);
+    const uint64_t encoded_row = mm_dtype_bytes(type, t->cols);
     /* Stored in the checkpoint dtype, the encoding is the rounding; stored
      * otherwise (F32 norms of an f16 model), round to it first. */
     const mm_dtype checkpoint = mm_spec_checkpoint_dtype(spec);

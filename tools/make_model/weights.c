@@ -1,6 +1,6 @@
 /*
  * weights.c — the seeded weight generator, llama.cpp's Q/K row permutation,
- * llama3 rope factors, and f16 / bf16 / Q8_0 encodings (see mm_weights.h).
+ * llama3 rope factors, and the f16 / bf16 encodings (see mm_weights.h).
  */
 #include "mm_weights.h"
 
@@ -38,8 +38,7 @@ static float round_to(mm_dtype dtype, float x)
         return mm_f16_to_f32(mm_f32_to_f16(x));
     case MM_DTYPE_BF16:
         return mm_bf16_to_f32(mm_f32_to_bf16(x));
-    case MM_DTYPE_F32:
-    case MM_DTYPE_Q8_0:
+    default: /* f32, and the block types (whose rounding is the quantiser) */
         break;
     }
     return x;
@@ -146,20 +145,4 @@ float mm_bf16_to_f32(uint16_t b)
     float v;
     memcpy(&v, &f, sizeof v);
     return v;
-}
-
-void mm_quantize_q8_0(const float *x, int64_t n, uint8_t *out)
-{
-    for (int64_t b = 0; b < n / MM_Q8_0_BLOCK; b++, x += MM_Q8_0_BLOCK, out += MM_Q8_0_BYTES) {
-        float amax = 0.0f;
-        for (int j = 0; j < MM_Q8_0_BLOCK; j++)
-            amax = fmaxf(amax, fabsf(x[j]));
-        const float d = amax / 127.0f;
-        const float inv_d = d != 0.0f ? 1.0f / d : 0.0f;
-        const uint16_t d16 = mm_f32_to_f16(d);
-        out[0] = (uint8_t)(d16 & 0xff);
-        out[1] = (uint8_t)(d16 >> 8);
-        for (int j = 0; j < MM_Q8_0_BLOCK; j++)
-            out[2 + j] = (uint8_t)(int8_t)roundf(x[j] * inv_d);
-    }
 }
