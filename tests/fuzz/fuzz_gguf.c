@@ -3,12 +3,17 @@
  * gguf_open_memory and, when it is accepted, walks every metadata entry
  * through the getter of its type (and the others, which must refuse
  * cleanly) and touches the first and last byte of every tensor, so ASan
- * sees any offset the reader let through outside the input.
+ * sees any offset the reader let through outside the input. Tensors of a
+ * loadable type are converted to f32 as the loader converts them, reading
+ * the bytes the type's geometry says they have: the reader's size and the
+ * loader's must agree.
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gguf.h"
+#include "tensor_convert.h"
 
 /* Keeps reads of tensor bytes from being optimised away. */
 static volatile unsigned char sink;
@@ -37,6 +42,25 @@ static void walk_value(const gguf_file *f, const char *key, gguf_value_type type
         sink ^= ((const unsigned char *)data)[0];
 }
 
+/* Converts a tensor of a loadable type; its stored size must be what the
+ * loader will read. */
+static void convert(const gguf_tensor *t)
+{
+    lms_dtype type;
+    if (!lms_dtype_of_ggml(t->type, &type)) return;
+    const uint64_t blocks = t->n_elements / lms_dtype_block_elements(type);
+    if (t->n_elements % lms_dtype_block_elements(type) != 0 ||
+        blocks * lms_dtype_block_bytes(type) != t->n_bytes)
+        __builtin_trap();
+    float *out = malloc((size_t)t->n_elements * sizeof *out);
+    if (!out) abort();
+    const lms_convert_job job = {type, t->data, out, (size_t)t->n_elements};
+    lms_error err;
+    if (lms_convert_to_f32(&job, 1, NULL, &err) != LMS_OK) abort();
+    sink ^= ((const unsigned char *)out)[0];
+    free(out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -57,6 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const gguf_tensor *t = gguf_tensor_at(f, i);
         const unsigned char *bytes = t->data;
         sink ^= bytes[0] ^ bytes[t->n_bytes - 1];
+        convert(t);
         if (t->name.len >= sizeof name || memchr(t->name.ptr, '\0', t->name.len)) continue;
         memcpy(name, t->name.ptr, t->name.len);
         name[t->name.len] = '\0';
