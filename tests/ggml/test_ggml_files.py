@@ -1,0 +1,149 @@
+"""test_ggml_files.py — GGUF files of ggml's block types, against ggml itself.
+
+- The model maker's files: for each block type, every quantised tensor holds
+  exactly the bytes ggml's reference quantiser makes from the same f32
+  weights (the maker's f32 file of the same seed), and the engine scores the
+  file exactly as it scores an f32 copy whose weights ggml dequantised.
+- llama.cpp's quantiser: llama_model_quantize turns the maker's f16 file
+  into mixed files (Q4_K_M: q4_K, q6_K and f32 tensors; Q5_K_M; Q4_0; Q5_1),
+  and the engine scores each as it scores the f32 copy ggml dequantised
+  (|Δ logprob| ≤ 1e-4).
+
+The model is the Qwen3 architecture at widths that are whole 256-element
+super-blocks, with the Llama 2 vocabulary (32,000 rows) to stay small.
+LMSCORE_GGML_PRESET=qwen3-0.6b runs the llama.cpp part on that preset
+instead (its own tokenizer, ~6 GB of files in the temporary directory).
+
+Run: LMSCORE_BUILD_DIR=build LMSCORE_GGML_LIB_DIR=<ggml-ref libs>
+     /usr/bin/python3 -m pytest tests/ggml/test_ggml_files.py
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ggml_ref import GGML_TYPES, Ggml  # noqa: E402
+from gguf_raw import RawGguf  # noqa: E402
+
+BUILD = os.environ.get("LMSCORE_BUILD_DIR", "build")
+LIB_DIR = os.environ.get("LMSCORE_GGML_LIB_DIR")
+PRESET = os.environ.get("LMSCORE_GGML_PRESET")
+MAKER = os.path.join(BUILD, "tools", "lmscore-make-model")
+LOCAL = os.path.join(BUILD, "tools", "lmscore-local")
+
+SMALL = ["--preset", "tiny-qwen3", "--vocab-from", "llama2", "--tokenizer-pre", "",
+         "--vocab-size", "32000", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
+         "--head-dim", "64", "--ffn", "512", "--layers", "2"]
+GEOMETRY = ["--preset", PRESET] if PRESET else SMALL
+REQUEST = {"query": "Is this fruit red? Answer yes or no.",
+           "items": [" An apple", " A banana", " A ripe red cherry", " The sky"],
+           "label_texts": ["yes", "no"] if not PRESET else [" yes", " no"]}
+MAKER_TYPES = ["q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_K", "q5_K", "q6_K"]
+# The file types llama.cpp makes and the tensor types each must contain.
+LLAMA_FILES = {"Q4_K_M": {"q4_K", "q6_K", "f32"}, "Q5_K_M": {"q5_K", "q6_K", "f32"},
+               "Q4_0": {"q4_0", "f32"}, "Q5_1": {"q5_1", "f32"}}
+MAX_DELTA = 1e-4
+SAMPLED_ROWS = 512  # of a tensor too large to quantise whole in Python
+
+
+@pytest.fixture(scope="module")
+def ggml():
+    if not LIB_DIR or not os.path.isfile(os.path.join(LIB_DIR, "libggml-base.so")):
+        pytest.fail(f"ggml's libraries are not at LMSCORE_GGML_LIB_DIR={LIB_DIR} (ctest ggml.npm)")
+    return Ggml(LIB_DIR)
+
+
+def make(tmp, name, dtype, geometry=SMALL):
+    path = os.path.join(tmp, f"{name}.gguf")
+    subprocess.run([MAKER, *geometry, "--tokenizers", os.path.join(BUILD, "tokenizers"),
+                    "--dtype", dtype, "--name", name, "--gguf", path],
+                   check=True, capture_output=True, timeout=1200)
+    return path
+
+
+def score(path):
+    proc = subprocess.run([LOCAL, "--model", path, "--request", "-"], input=json.dumps(REQUEST),
+                          capture_output=True, text=True, timeout=1200, check=False)
+    assert proc.returncode == 0, f"{path}: {proc.stdout}{proc.stderr}"
+    return np.array(json.loads(proc.stdout)["logprobs"], dtype=np.float64)
+
+
+def dequantised_copy(ggml, path, out):
+    """path with every tensor replaced by ggml's f32 decoding of it."""
+    src = RawGguf(path, ggml.row_bytes)
+
+    def decoded(t):
+        return lambda: ggml.to_f32(t.ggml_type, t.data, t.rows * t.ne[0]).tobytes()
+
+    src.write(out, [(t.name, t.ne, GGML_TYPES["f32"], 4 * t.rows * t.ne[0], decoded(t))
+                    for t in src.tensors.values()])
+    return src
+
+
+def scores_match_dequantised(ggml, path, tmp):
+    """The engine's logprobs on path against those on ggml's f32 decoding of
+    it; returns the file's tensor type names."""
+    copy = os.path.join(tmp, "dequantised-by-ggml.gguf")
+    src = dequantised_copy(ggml, path, copy)
+    delta = np.abs(score(path) - score(copy)).max()
+    print(f"{os.path.basename(path)}: max |Δ logprob| against ggml's dequantisation {delta:.3g}")
+    assert delta <= MAX_DELTA
+    return {ggml.name(t.ggml_type) for t in src.tensors.values()}
+
+
+@pytest.fixture(scope="module")
+def f32_model(tmp_path_factory):
+    return make(str(tmp_path_factory.mktemp("f32")), "small-f32", "f32")
+
+
+def sampled_rows(n_rows):
+    if n_rows <= SAMPLED_ROWS:
+        return np.arange(n_rows)
+    return np.unique(np.concatenate([np.arange(64), np.linspace(0, n_rows - 1, SAMPLED_ROWS - 64)
+                                     .astype(np.int64)]))
+
+
+@pytest.mark.parametrize("dtype", MAKER_TYPES)
+def test_maker_writes_ggml_bytes_and_the_engine_reads_ggml_values(ggml, f32_model, tmp_path,
+                                                                   dtype):
+    path = make(str(tmp_path), f"small-{dtype}", dtype)
+    stored = RawGguf(path, ggml.row_bytes)
+    f32 = RawGguf(f32_model, ggml.row_bytes)
+    assert stored.tensors.keys() == f32.tensors.keys()
+    quantised = 0
+    for name, t in stored.tensors.items():
+        ref = f32.tensors[name]
+        assert t.ne == ref.ne, name
+        if len(t.ne) == 1:
+            assert t.ggml_type == GGML_TYPES["f32"] and bytes(t.data) == bytes(ref.data), name
+            continue
+        assert t.ggml_type == GGML_TYPES[dtype], f"{name} is {ggml.name(t.ggml_type)}"
+        values = np.frombuffer(ref.data, dtype="<f4").reshape(t.rows, t.ne[0])
+        row_bytes = ggml.row_bytes(t.ggml_type, t.ne[0])
+        for r in sampled_rows(t.rows):
+            ours = bytes(t.data[r * row_bytes:(r + 1) * row_bytes])
+            assert ours == ggml.quantize(t.ggml_type, values[r]), f"{name} row {r}"
+        quantised += 1
+    assert quantised >= 2 * 7 + 1  # every matrix of both layers and the embedding
+    assert scores_match_dequantised(ggml, path, str(tmp_path)) == {dtype, "f32"}
+
+
+@pytest.fixture(scope="module")
+def f16_model(tmp_path_factory):
+    name = f"{PRESET}-f16" if PRESET else "small-f16"
+    return make(str(tmp_path_factory.mktemp("f16")), name, "f16", GEOMETRY)
+
+
+@pytest.mark.parametrize("ftype", ["Q4_K_M"] if PRESET else list(LLAMA_FILES))
+def test_llama_quantized_files_load_and_score_as_ggml_dequantises_them(ggml, f16_model, tmp_path,
+                                                                        ftype):
+    path = os.path.join(str(tmp_path), f"{ftype}.gguf")
+    ggml.llama_quantize(f16_model, path, ftype, threads=os.cpu_count() or 1)
+    types = scores_match_dequantised(ggml, path, str(tmp_path))
+    print(f"{ftype}: tensor types {sorted(types)}")
+    assert LLAMA_FILES[ftype] <= types
