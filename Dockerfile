@@ -2,20 +2,26 @@
 # and the lmscore CLI and makes the demo model, and a runtime stage with only
 # the shared libraries they load (tests/packaging/test_dockerfile.py checks the
 # list against the binaries' NEEDED entries), run as a non-root user.
-#   docker build -t lmscore:0.1.0 .
+#   make image                       # podman build --format docker -t lmscore:0.1.0 .
 #   docker run --rm -p 50051:50051 lmscore:0.1.0
 # Serve another model: mount it and set LMSCORE_MODEL (see docs/deployment.md).
+# Where TLS to the npm registry is intercepted, the build stage needs the
+# proxy's CA: --build-arg EXTRA_CA_PEM="$(cat proxy-ca.pem)" (make image EXTRA_CA=FILE).
 
 FROM debian:bookworm AS build
 WORKDIR /src
 # The dependency list first, so the package layer is cached across source edits.
-# The plain run adds node/npm (the model maker fetches the pinned tokenizers);
-# --test adds cmocka and python3, which configuring the tests/ tree needs.
+# The plain run adds node/npm (the model maker fetches the pinned tokenizers).
 COPY scripts/install-deps.sh scripts/install-deps.sh
-RUN sh scripts/install-deps.sh && sh scripts/install-deps.sh --test \
-    && rm -rf /var/lib/apt/lists/*
+RUN sh scripts/install-deps.sh && rm -rf /var/lib/apt/lists/*
+ARG EXTRA_CA_PEM=""
+RUN if [ -n "$EXTRA_CA_PEM" ]; then \
+        printf '%s\n' "$EXTRA_CA_PEM" > /usr/local/share/ca-certificates/extra-ca.crt \
+        && update-ca-certificates; \
+    fi
+ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
 COPY . .
-RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
+RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DLMSCORE_BUILD_TESTS=OFF \
     && cmake --build build -j "$(nproc)" --target lmscored lmscore \
     && cmake --build build --target models
 

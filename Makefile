@@ -2,6 +2,8 @@
 #   make run    install missing Debian packages, build, make the demo model, serve on :50051
 #   make test   the whole test suite, built with clang + ASan/UBSan (+ libFuzzer targets)
 #   make bench  the benchmarks (release build); results go to docs/benchmarks.md by hand
+#   make image  the container image with podman (--format docker), from Debian base images
+#               made with debootstrap; EXTRA_CA=FILE... for a TLS-intercepting proxy's CA
 BUILD      ?= build
 TEST_BUILD ?= build-test
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
@@ -9,8 +11,10 @@ LISTEN     ?= 0.0.0.0:50051
 MODEL      ?= $(BUILD)/models/tiny-qwen3.gguf
 # The release tree skips the test suite (its packages come with `make test`).
 BUILD_TESTS ?= OFF
+IMAGE      ?= lmscore:$(shell grep -o 'lmscore VERSION [0-9.]*' CMakeLists.txt | cut -d' ' -f3)
+EXTRA_CA   ?=
 
-.PHONY: all deps test-deps build models run test bench format clean
+.PHONY: all deps test-deps build models run test bench image format clean
 
 all: build
 
@@ -42,6 +46,13 @@ test: test-deps
 bench: test-deps
 	$(MAKE) build BUILD_TESTS=ON
 	cmake --build $(BUILD) --target bench
+
+image: test-deps
+	sh scripts/debian-base-images.sh $(BUILD)/image-cache
+	opts=$$(sh scripts/podman-options.sh) && \
+	  podman build $$opts --format docker --pull=never --network host \
+	    $(if $(EXTRA_CA),--build-arg EXTRA_CA_PEM="$$(cat $(EXTRA_CA))") --tag $(IMAGE) .
+	podman image inspect $(IMAGE) --format '$(IMAGE): {{.Size}} bytes'
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
