@@ -3,7 +3,8 @@
 # loopback port for the length of the script.
 #
 #   lmscored_start BUILD_DIR MODEL [DAEMON_ARGS...]
-#       starts the daemon and waits until it serves; sets $pid and $port.
+#       starts the daemon and waits until it serves; sets $pid and $port
+#       (and $metrics_port when DAEMON_ARGS has --metrics-listen).
 #       When it does not come up, prints its log and exits 1.
 #   lmscored_stop
 #       stops it (also done on exit).
@@ -27,6 +28,7 @@ lmscored_start() {
     for _ in $(seq 1 1200); do
         if grep -q 'msg="serving"' "$_log"; then
             port=$(sed -n 's/.*msg="listening".* port=\([0-9]*\).*/\1/p' "$_log")
+            metrics_port=$(sed -n 's/.*msg="metrics listening".* port=\([0-9]*\).*/\1/p' "$_log")
             break
         fi
         kill -0 "$pid" 2>/dev/null || break

@@ -48,7 +48,7 @@ if run_part engine "$build/bench_engine" --model "$build/models/qwen3-0.6b.gguf"
     fi
 fi
 
-for part in tokenizer service sizing lm_head; do
+for part in tokenizer service sizing lm_head metrics; do
     if [ -f "$src/bench/$part/run.sh" ]; then
         run_part "$part" sh "$src/bench/$part/run.sh" "$build"
     else

@@ -1,0 +1,97 @@
+#!/bin/sh
+# run.sh — what the Prometheus endpoint costs, and the dashboard's series
+# from a real scrape. `make bench` calls it.
+#
+#   bench/metrics/run.sh BUILD_DIR
+#
+# Cost: `lmscore bench` (its default shape) with 32 clients against lmscored on the demo model,
+# in rounds that alternate a daemon without --metrics-listen and one with it,
+# scraped every second (Prometheus' default is every 15 s to a minute); the
+# items/s of the two are compared by their medians. Series: one daemon
+# (queue depth 32) scraped every second while 8 (prefill_extend), 32 and 64
+# clients load it in turn; scrape.py computes the dashboard's series from the scrapes and
+# metrics.gp plots them to docs/bench/metrics.png.
+#
+# METRICS_BENCH_SECONDS (environment, default 15) is each round's length,
+# METRICS_BENCH_ROUNDS (default 3) the number of rounds.
+set -eu
+build=$1
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+seconds=${METRICS_BENCH_SECONDS:-15}
+rounds=${METRICS_BENCH_ROUNDS:-3}
+out=$build/bench-results/metrics
+model=$build/models/tiny-qwen3.gguf
+cli=$build/clients/c/lmscore
+mkdir -p "$out"
+rm -f "$out"/*.json "$out"/*.jsonl
+unset OMP_NUM_THREADS LMSCORE_THREADS LMSCORE_WORKERS
+
+# shellcheck source=bench/lmscored.sh
+. "$here/../lmscored.sh"
+
+scraper=""
+stop_scraper() {
+    [ -n "$scraper" ] || return 0
+    kill "$scraper" 2>/dev/null || true
+    wait "$scraper" 2>/dev/null || true
+    scraper=""
+}
+
+# bench_run FILE CONCURRENCY SECONDS: one lmscore bench run, its JSON to FILE
+bench_run() {
+    "$cli" bench --target "127.0.0.1:$port" --concurrency "$2" --duration "$3" --warmup 2 \
+        --json >"$1"
+}
+
+for r in $(seq 1 "$rounds"); do
+    lmscored_start "$build" "$model"
+    bench_run "$out/off-$r.json" 32 "$seconds"
+    lmscored_stop
+    lmscored_start "$build" "$model" --metrics-listen 127.0.0.1:0
+    /usr/bin/python3 "$here/scrape.py" record "http://127.0.0.1:$metrics_port/metrics" \
+        "$out/on-$r.jsonl" $((seconds + 10)) 1 &
+    scraper=$!
+    bench_run "$out/on-$r.json" 32 "$seconds"
+    stop_scraper
+    lmscored_stop
+done
+
+/usr/bin/python3 - "$out" "$rounds" <<'PY'
+import json, statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+load = lambda kind: [json.load(open(f"{out}/{kind}-{r}.json")) for r in range(1, rounds + 1)]
+off, on = load("off"), load("on")
+for runs in (off, on):
+    for r in runs:
+        if r["errors"]:
+            sys.exit(f"run.sh: errors during the benchmark: {r['errors']}")
+a = statistics.median(r["items_per_s"] for r in off)
+b = statistics.median(r["items_per_s"] for r in on)
+print("rounds (items/s, 32 clients):")
+for r, (x, y) in enumerate(zip(off, on), 1):
+    print(f"  {r}: without metrics {x['items_per_s']:.0f}, with metrics scraped every 1 s "
+          f"{y['items_per_s']:.0f}")
+print(f"metrics endpoint cost: {100 * (a - b) / a:+.2f}% of Score throughput "
+      f"(medians {a:.0f} vs {b:.0f} items/s; with/without = {b / a:.4f})")
+PY
+
+lmscored_start "$build" "$model" --metrics-listen 127.0.0.1:0 --queue-depth 32
+/usr/bin/python3 "$here/scrape.py" record "http://127.0.0.1:$metrics_port/metrics" \
+    "$out/series.jsonl" 40 1 &
+scraper=$!
+sleep 2
+# 8 clients on prefill_extend (the bench's one query: prefix-cache hits), then
+# 32 and 64 on the engine's choice; 64 overflow the queue (queue_full).
+for phase in 8:prefill_extend 32:auto 64:auto; do
+    "$cli" bench --target "127.0.0.1:$port" --concurrency "${phase%:*}" --duration 10 \
+        --warmup 0 --algorithm "${phase#*:}" --json >"$out/series-${phase%:*}.json" || true
+done
+sleep 3
+stop_scraper
+lmscored_stop
+/usr/bin/python3 "$here/scrape.py" series "$out/series.jsonl" "$out/metrics.csv"
+gnuplot -e "csv='$out/metrics.csv'; png='$out/metrics.png'" "$here/metrics.gp"
+mkdir -p "$src/docs/bench"
+cp "$out/metrics.csv" "$out/metrics.png" "$src/docs/bench/"
+echo "dashboard series from the scrapes: $src/docs/bench/metrics.png (data: metrics.csv)"
