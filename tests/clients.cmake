@@ -9,6 +9,9 @@
 #   clients.python_package  the Python client installed by pip from its source
 #                   directory, and as a wheel built with python3 -m build, each
 #                   into a fresh venv, then a call
+#   clients.grpc_cli  docs/clients.md's grpc_cli commands with the real tool,
+#                   built from Debian's grpc source package (build_grpc_cli.sh,
+#                   once per build tree: about 3 minutes on 2 cores)
 #   clients.examples the Node examples (clients/examples/node), whose pinned
 #                   npm packages clients.node_modules installs
 # The daemon must exit 0 on SIGTERM with no sanitizer report, or the suite fails.
@@ -25,9 +28,10 @@ add_test(NAME clients.node_modules
           ${CMAKE_BINARY_DIR}/node-examples ${CMAKE_SOURCE_DIR}/clients/examples/node)
 set_tests_properties(clients.node_modules PROPERTIES FIXTURES_SETUP node_examples TIMEOUT 600)
 
-foreach(suite cli python python_package tls balancing examples)
+foreach(suite cli python python_package tls balancing examples grpc_cli)
   add_test(NAME clients.${suite}
     COMMAND ${PYTHON3} -m pytest -q -p no:cacheprovider -rfE ${CLIENT_TESTS}/test_${suite}.py)
   set_tests_properties(clients.${suite} PROPERTIES ENVIRONMENT "${CLIENT_TEST_ENV}" TIMEOUT 900)
 endforeach()
 set_tests_properties(clients.examples PROPERTIES FIXTURES_REQUIRED node_examples)
+set_tests_properties(clients.grpc_cli PROPERTIES TIMEOUT 1500)

@@ -11,27 +11,6 @@ import lmscore
 from daemon import Daemon, cli_path
 
 
-def openssl(*args, cwd):
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory):
-    d = tmp_path_factory.mktemp("pki")
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
-            "-subj", "/CN=lmscore test CA", cwd=d)
-    openssl("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost",
-            cwd=d)
-    (d / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-            "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "san.ext", cwd=d)
-    # A second CA that signed nothing the server holds.
-    openssl("req", "-x509", *ec, "-keyout", "other.key", "-out", "other.pem", "-days", "2",
-            "-subj", "/CN=someone else", cwd=d)
-    return d
-
-
 @pytest.fixture(scope="module")
 def tls_daemon(pki):
     d = Daemon(flags=["--tls-cert", str(pki / "server.pem"), "--tls-key", str(pki / "server.key")],
