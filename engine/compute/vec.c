@@ -9,11 +9,6 @@
 
 #include "clones.h"
 
-/* Reductions keep LANES partial results, element i going to lane i % LANES,
- * combined in a fixed tree at the end: the compiler can vectorise them
- * without reassociating anything, and the order depends only on n. */
-#define LANES 16
-
 /* exp(x) for x <= 0 (softmax arguments), Cephes-style: x = k ln2 + r,
  * |r| <= ln2/2, exp(r) by a degree-6 polynomial, 2^k through the exponent.
  * Branch-free so that it vectorises: k is rounded to nearest by adding
@@ -43,7 +38,7 @@ static inline float exp_nonpositive(float x)
 /* Folds the lanes in place, in a fixed tree. */
 static double sum_lanes_double(double *acc)
 {
-    for (int w = LANES / 2; w >= 1; w /= 2)
+    for (int w = VEC_LANES / 2; w >= 1; w /= 2)
         for (int l = 0; l < w; l++)
             acc[l] += acc[l + w];
     return acc[0];
@@ -51,10 +46,10 @@ static double sum_lanes_double(double *acc)
 
 LMS_HOT void vec_rmsnorm(float *y, const float *x, const float *w, int32_t n, float eps)
 {
-    double acc[LANES] = {0};
+    double acc[VEC_LANES] = {0};
     int32_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int l = 0; l < LANES; l++)
+    for (; i + VEC_LANES <= n; i += VEC_LANES)
+        for (int l = 0; l < VEC_LANES; l++)
             acc[l] += (double)x[i + l] * x[i + l];
     for (int l = 0; i < n; i++, l++)
         acc[l] += (double)x[i] * x[i];
@@ -67,10 +62,10 @@ LMS_HOT double vec_exp_shifted(float *x, int32_t n, float max)
 {
     for (int32_t i = 0; i < n; i++)
         x[i] = exp_nonpositive(x[i] - max);
-    double acc[LANES] = {0};
+    double acc[VEC_LANES] = {0};
     int32_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int l = 0; l < LANES; l++)
+    for (; i + VEC_LANES <= n; i += VEC_LANES)
+        for (int l = 0; l < VEC_LANES; l++)
             acc[l] += x[i + l];
     for (int l = 0; i < n; i++, l++)
         acc[l] += x[i];
@@ -79,16 +74,16 @@ LMS_HOT double vec_exp_shifted(float *x, int32_t n, float max)
 
 LMS_HOT float vec_max(const float *x, int32_t n)
 {
-    float m[LANES];
-    for (int l = 0; l < LANES; l++)
+    float m[VEC_LANES];
+    for (int l = 0; l < VEC_LANES; l++)
         m[l] = -INFINITY;
     int32_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int l = 0; l < LANES; l++)
+    for (; i + VEC_LANES <= n; i += VEC_LANES)
+        for (int l = 0; l < VEC_LANES; l++)
             m[l] = x[i + l] > m[l] ? x[i + l] : m[l];
     for (int l = 0; i < n; i++, l++)
         m[l] = x[i] > m[l] ? x[i] : m[l];
-    for (int w = LANES / 2; w >= 1; w /= 2)
+    for (int w = VEC_LANES / 2; w >= 1; w /= 2)
         for (int l = 0; l < w; l++)
             m[l] = m[l + w] > m[l] ? m[l + w] : m[l];
     return m[0];
