@@ -7,9 +7,13 @@ set terminal pngcairo size 1100,1100 noenhanced font ",10"
 set output png
 set key autotitle columnhead outside right top
 set grid
+set lmargin 10
+set rmargin 36
+set xrange [0:*]
+set autoscale xfixmax
 set multiplot layout 4,1 title "lmscored on tiny-qwen3 scraped every 1 s: 8 clients (prefill_extend), 32, then 64 clients (auto) call Score; queue depth 32"
 set ylabel "items/s"
-set y2label "calls in flight"
+set y2label "calls in flight" offset -1
 set y2tics
 set ytics nomirror
 plot csv using 1:2 with lines lw 2 title "items/s", \
@@ -27,5 +31,5 @@ set ylabel "items per call / ratio"
 set xlabel "seconds"
 set yrange [0:*]
 plot csv using 1:3 with lines lw 2 title "items per call", \
-     csv using 1:11 with points pt 7 ps 0.5 title "prefix-cache hit ratio (no point: no query prefill ran)"
+     csv using 1:11 with points pt 7 ps 0.5 title "prefix-cache hit ratio"
 unset multiplot

@@ -4,22 +4,25 @@
 #
 #   bench/metrics/run.sh BUILD_DIR
 #
-# Cost: `lmscore bench` (its default shape) with 32 clients against lmscored on the demo model,
-# in rounds that alternate a daemon without --metrics-listen and one with it,
-# scraped every second (Prometheus' default is every 15 s to a minute); the
-# items/s of the two are compared by their medians. Series: one daemon
-# (queue depth 32) scraped every second while 8 (prefill_extend), 32 and 64
-# clients load it in turn; scrape.py computes the dashboard's series from the scrapes and
-# metrics.gp plots them to docs/bench/metrics.png.
+# Cost: `lmscore bench` (its default shape) with 32 clients against lmscored
+# on the demo model, in rounds that alternate a daemon without
+# --metrics-listen and one with it, scraped every second (Prometheus scrapes
+# every 15 s to a minute); the items/s of the two are compared by their
+# medians. Then the CPU the daemon spends per scrape (/proc/PID/stat over
+# 2,000 scrapes), which bounds the cost whatever the machine's noise.
+# Series: one daemon (queue depth 32) scraped every second while 8
+# (prefill_extend), 32 and 64 clients load it in turn; scrape.py computes the
+# dashboard's series from the scrapes and metrics.gp plots them to
+# docs/bench/metrics.png.
 #
 # METRICS_BENCH_SECONDS (environment, default 15) is each round's length,
-# METRICS_BENCH_ROUNDS (default 3) the number of rounds.
+# METRICS_BENCH_ROUNDS (default 4) the number of rounds.
 set -eu
 build=$1
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 seconds=${METRICS_BENCH_SECONDS:-15}
-rounds=${METRICS_BENCH_ROUNDS:-3}
+rounds=${METRICS_BENCH_ROUNDS:-4}
 out=$build/bench-results/metrics
 model=$build/models/tiny-qwen3.gguf
 cli=$build/clients/c/lmscore
@@ -44,17 +47,27 @@ bench_run() {
         --json >"$1"
 }
 
-for r in $(seq 1 "$rounds"); do
+# bench_off R / bench_on R: round R without the endpoint, and with it polled
+# every second (the answers dropped: parsing them is Prometheus' work, on
+# another machine).
+bench_off() {
     lmscored_start "$build" "$model"
-    bench_run "$out/off-$r.json" 32 "$seconds"
+    bench_run "$out/off-$1.json" 32 "$seconds"
     lmscored_stop
+}
+bench_on() {
     lmscored_start "$build" "$model" --metrics-listen 127.0.0.1:0
-    /usr/bin/python3 "$here/scrape.py" record "http://127.0.0.1:$metrics_port/metrics" \
-        "$out/on-$r.jsonl" $((seconds + 10)) 1 &
+    /usr/bin/python3 "$here/scrape.py" poll "http://127.0.0.1:$metrics_port/metrics" \
+        $((seconds + 10)) 1 &
     scraper=$!
-    bench_run "$out/on-$r.json" 32 "$seconds"
+    bench_run "$out/on-$1.json" 32 "$seconds"
     stop_scraper
     lmscored_stop
+}
+# Rounds alternate the order (off-on, on-off, ...) so that a drift in the
+# machine's load does not favour one side.
+for r in $(seq 1 "$rounds"); do
+    if [ $((r % 2)) = 1 ]; then bench_off "$r"; bench_on "$r"; else bench_on "$r"; bench_off "$r"; fi
 done
 
 /usr/bin/python3 - "$out" "$rounds" <<'PY'
@@ -72,9 +85,19 @@ print("rounds (items/s, 32 clients):")
 for r, (x, y) in enumerate(zip(off, on), 1):
     print(f"  {r}: without metrics {x['items_per_s']:.0f}, with metrics scraped every 1 s "
           f"{y['items_per_s']:.0f}")
+spread = max(abs(x["items_per_s"] - y["items_per_s"]) / x["items_per_s"] for x, y in zip(off, on))
 print(f"metrics endpoint cost: {100 * (a - b) / a:+.2f}% of Score throughput "
-      f"(medians {a:.0f} vs {b:.0f} items/s; with/without = {b / a:.4f})")
+      f"(medians {a:.0f} vs {b:.0f} items/s; with/without = {b / a:.4f}; the largest "
+      f"difference within a round, {100 * spread:.1f}%, is the run-to-run noise here)")
 PY
+
+# What a scrape costs the daemon in CPU (after some load, so that every
+# series is there).
+lmscored_start "$build" "$model" --metrics-listen 127.0.0.1:0
+"$cli" bench --target "127.0.0.1:$port" --concurrency 8 --duration 2 --warmup 0 >/dev/null
+cost=$(/usr/bin/python3 "$here/scrape.py" cost "http://127.0.0.1:$metrics_port/metrics" "$pid" 2000)
+lmscored_stop
+echo "$cost: at one scrape a second, that share of one core is the endpoint's whole cost"
 
 lmscored_start "$build" "$model" --metrics-listen 127.0.0.1:0 --queue-depth 32
 /usr/bin/python3 "$here/scrape.py" record "http://127.0.0.1:$metrics_port/metrics" \

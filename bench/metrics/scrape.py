@@ -4,6 +4,12 @@
   scrape.py record URL OUT.jsonl SECONDS PERIOD
       scrapes URL every PERIOD seconds for SECONDS; one JSON line per scrape:
       {"t": seconds since the start, "samples": [[name, {labels}, value], ...]}
+  scrape.py poll URL SECONDS PERIOD
+      fetches URL every PERIOD seconds for SECONDS and drops the answer (what
+      the daemon pays for a scrape, without this process parsing it)
+  scrape.py cost URL PID N
+      N scrapes back to back; prints the CPU time the daemon (PID) spent per
+      scrape, from /proc/PID/stat
   scrape.py series IN.jsonl OUT.csv
       the dashboard's series (k8s/grafana/lmscore.json) between consecutive
       scrapes, computed as Prometheus computes them from the same counters:
@@ -11,8 +17,10 @@
       Score calls (histogram_quantile over the interval's bucket increases),
       errors/s, prefix-cache hit ratio, calls in flight.
 """
+import http.client
 import json
 import math
+import os
 import sys
 import time
 import urllib.request
@@ -34,6 +42,32 @@ def record(url, out, seconds, period):
             f.write(json.dumps({"t": round(t, 3), "samples": samples}) + "\n")
             f.flush()
             time.sleep(max(0.0, period - (time.monotonic() - start - t)))
+
+
+def poll(url, seconds, period):
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        t = time.monotonic()
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            resp.read()
+        time.sleep(max(0.0, period - (time.monotonic() - t)))
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cost(url, pid, n):
+    host, port = url.split("//")[1].split("/")[0].split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    before = cpu_seconds(pid)
+    for _ in range(n):
+        conn.request("GET", "/metrics")
+        conn.getresponse().read()
+    spent = cpu_seconds(pid) - before
+    print(f"daemon CPU per scrape: {spent / n * 1e6:.0f} us ({n} scrapes, {spent:.2f} s)")
 
 
 def matches(labels, want):
@@ -102,6 +136,10 @@ def series(path, out):
 if __name__ == "__main__":
     if sys.argv[1:2] == ["record"] and len(sys.argv) == 6:
         record(sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5]))
+    elif sys.argv[1:2] == ["poll"] and len(sys.argv) == 5:
+        poll(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]))
+    elif sys.argv[1:2] == ["cost"] and len(sys.argv) == 5:
+        cost(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     elif sys.argv[1:2] == ["series"] and len(sys.argv) == 4:
         series(sys.argv[2], sys.argv[3])
     else:
