@@ -1,5 +1,5 @@
 #!/bin/sh
-# run-all.sh — what `make bench` runs (the `bench` target of cmake/bench.cmake):
+# run-all.sh — what `make bench` runs (the `bench` target of bench/CMakeLists.txt):
 #
 #   run-all.sh SOURCE_DIR BUILD_DIR RESULTS_DIR
 #
@@ -37,7 +37,7 @@ run_part() {
 }
 
 # shellcheck disable=SC2086 # BENCH_ENGINE_ARGS is a list of words
-if run_part engine "$build/bench_engine" --model "$build/models/qwen3-0.6b.gguf" --out "$out" \
+if run_part engine "$build/bench/bench_engine" --model "$build/models/qwen3-0.6b.gguf" --out "$out" \
     ${BENCH_ENGINE_ARGS:-}; then
     if run_part plot gnuplot -e "csv='$out/multi_item.csv'; png='$out/multi_item.png'" \
         "$src/bench/engine/multi_item.gp" && [ -z "${BENCH_ENGINE_ARGS:-}" ]; then

@@ -21,4 +21,4 @@ model=${2:-$build/models/tiny-qwen3.gguf}
 lmscored_start "$build" "$model" --workers 1 ${LMSCORED_ARGS:-}
 echo "model: $model"
 # shellcheck disable=SC2086 # BENCH_SERVICE_ARGS is a list of words
-"$build/service/bench_service" --model "$model" --target "127.0.0.1:$port" ${BENCH_SERVICE_ARGS:-}
+"$build/bench/bench_service" --model "$model" --target "127.0.0.1:$port" ${BENCH_SERVICE_ARGS:-}

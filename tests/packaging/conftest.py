@@ -32,7 +32,7 @@ def pytest_sessionfinish(session, exitstatus):
 def _required_env(name):
     value = os.environ.get(name)
     if not value:
-        pytest.fail(f"{name} is not set: run this suite through ctest (tests/packaging.cmake)")
+        pytest.fail(f"{name} is not set: run this suite through ctest (tests/packaging/CMakeLists.txt)")
     return value
 
 

@@ -6,9 +6,10 @@ suites can run in parallel. stop() sends SIGTERM and checks a clean exit: code
 0 and no sanitizer report (the test build runs the daemon under ASan/UBSan
 with leak detection).
 
-Paths come from the environment that tests/service.cmake sets:
+Paths come from the environment that tests/service/CMakeLists.txt sets:
 LMSCORE_BUILD_DIR (lmscored, lmscored-test-hooks, lmscore-local, models/) and
-PYTHONPATH (the stubs generated at build time).
+PYTHONPATH (the Python client's package, whose generated stubs the tests use,
+and the reflection stubs).
 """
 import json
 import os
@@ -21,8 +22,7 @@ import time
 
 import grpc
 
-from google.rpc import error_details_pb2, status_pb2
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from lmscore._pb import error_details_pb2, health_pb2, health_pb2_grpc, status_pb2
 from lmscore.v1 import score_pb2, score_pb2_grpc
 
 BUILD = os.environ["LMSCORE_BUILD_DIR"]

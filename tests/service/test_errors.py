@@ -10,8 +10,8 @@ import time
 import grpc
 import pytest
 
-from grpc_health.v1 import health_pb2
 from harness import Daemon, LMSCORED_TEST_HOOKS, MODEL, error_info, text, tokens
+from lmscore._pb import health_pb2
 from lmscore.v1 import score_pb2, score_pb2_grpc
 
 VOCAB = 151936

@@ -9,8 +9,8 @@ import threading
 import grpc
 import pytest
 
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 from harness import Daemon, LMSCORED_TEST_HOOKS, error_info, tokens
+from lmscore._pb import health_pb2, health_pb2_grpc
 from lmscore.v1 import score_pb2, score_pb2_grpc
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
