@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "config.h"
 #include "cpus.h"
 #include "descriptors.h"
@@ -32,13 +33,6 @@
 #include "service.h"
 #include "systemd.h"
 #include "test_hooks.h"
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(int64_t ms)
 {
@@ -145,7 +139,7 @@ static lms_status load_model(const lmscored_config *cfg, lms_engine **out, lms_e
     }
     lms_engine_options eo;
     engine_options(cfg, &eo);
-    int64_t t0 = now_ms();
+    int64_t t0 = monotonic_ms();
     lms_status st = lms_engine_open(cfg->model_path, &eo, out, err);
     if (st != LMS_OK) return st;
     st = warm_up(*out, err);
@@ -154,7 +148,7 @@ static lms_status load_model(const lmscored_config *cfg, lms_engine **out, lms_e
         *out = NULL;
         return lms_fail_context(err, "warm-up");
     }
-    metrics_model_loaded((double)(now_ms() - t0) / 1000.0);
+    metrics_model_loaded((double)(monotonic_ms() - t0) / 1000.0);
     lms_model_info mi;
     lms_engine_model_info(*out, &mi);
     log_record r;
@@ -162,7 +156,7 @@ static lms_status load_model(const lmscored_config *cfg, lms_engine **out, lms_e
     log_str(&r, "model", mi.name);
     log_str(&r, "arch", mi.architecture);
     log_int(&r, "vocab", mi.vocab_size);
-    log_int(&r, "ms", now_ms() - t0);
+    log_int(&r, "ms", monotonic_ms() - t0);
     log_end(&r);
     return LMS_OK;
 }
@@ -190,8 +184,8 @@ static void drain(service *svc, health *h, server *srv, systemd_notifier *sd)
     atomic_store(&svc->phase, PHASE_DRAINING);
     health_set_serving(h, false);
     systemd_stopping();
-    int64_t deadline = now_ms() + svc->cfg->drain_timeout_ms;
-    while (metrics_scoring_calls_in_flight() > 0 && now_ms() < deadline) {
+    int64_t deadline = monotonic_ms() + svc->cfg->drain_timeout_ms;
+    while (metrics_scoring_calls_in_flight() > 0 && monotonic_ms() < deadline) {
         systemd_tick(sd, svc->workers);
         sleep_ms(10);
     }
@@ -205,7 +199,7 @@ static void drain(service *svc, health *h, server *srv, systemd_notifier *sd)
     health_end_watches(h);
     /* What is left is short (Tokenize, GetModelInfo, health) or idle (a
      * reflection stream a tool keeps open): a second, within the timeout. */
-    int64_t grace = deadline - now_ms();
+    int64_t grace = deadline - monotonic_ms();
     server_shutdown(srv, grace < 100 ? 100 : grace > 1000 ? 1000 : grace);
 }
 

@@ -9,7 +9,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <time.h>
+
+#include "clock.h"
 
 const double metrics_bucket_seconds[METRICS_N_BUCKETS] = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
@@ -24,7 +25,7 @@ static _Atomic int64_t items_total;
 static _Atomic int64_t errors_by_code[METRICS_N_CODES];
 static _Atomic int32_t in_flight_calls;
 static _Atomic int32_t in_flight_jobs;
-static struct timespec started;
+static int64_t started_ns;
 
 static int n_methods;
 static const char *method_paths[METRICS_MAX_METHODS];
@@ -54,7 +55,7 @@ static const char *const rejection_names[METRICS_N_REJECTIONS] = {"queue_full", 
 
 void metrics_init(const char *const *paths, int n)
 {
-    clock_gettime(CLOCK_MONOTONIC, &started);
+    started_ns = monotonic_ns();
     n_methods = n < METRICS_MAX_METHODS ? n : METRICS_MAX_METHODS;
     for (int i = 0; i < n_methods; i++)
         method_paths[i] = paths[i];
@@ -172,16 +173,14 @@ int32_t metrics_scoring_calls_in_flight(void)
 
 void metrics_snapshot_get(metrics_snapshot *out)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    const int64_t now_ns = monotonic_ns();
     out->requests_total = atomic_load(&requests_total);
     out->items_total = atomic_load(&items_total);
     for (int i = 0; i < METRICS_N_CODES; i++)
         out->errors_by_code[i] = atomic_load(&errors_by_code[i]);
     out->in_flight_calls = atomic_load(&in_flight_calls);
     out->in_flight_jobs = atomic_load(&in_flight_jobs);
-    out->uptime_seconds =
-        (double)(now.tv_sec - started.tv_sec) + (double)(now.tv_nsec - started.tv_nsec) * 1e-9;
+    out->uptime_seconds = (double)(now_ns - started_ns) * 1e-9;
 }
 
 static void histogram_get(histogram *h, metrics_histogram *out)

@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "metrics.h"
 #include "score_encode.h"
@@ -26,13 +26,6 @@
 #include "workers.h"
 
 /* ---- engine run shared by all three RPCs ---------------------------------- */
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 typedef struct {
     call *c;
@@ -71,9 +64,9 @@ static int hook_on_items(void *ctx, int32_t first, int32_t n, const float *score
 {
     engine_run *run = ctx;
     worker_note_progress();
-    int64_t t0 = mono_ns();
+    int64_t t0 = monotonic_ns();
     bool sent = send_chunk(run, first, n, scores, logprobs);
-    run->sending_ns += mono_ns() - t0;
+    run->sending_ns += monotonic_ns() - t0;
     if (!sent) return 1;
     memset(run->streamed + first, 1, (size_t)n);
     return 0;
@@ -120,11 +113,11 @@ static bool run_engine(lms_engine *engine, lms_score_session *session, engine_ru
         hooks.on_items = hook_on_items;
     }
     memset(res, 0, sizeof *res);
-    int64_t t0 = mono_ns();
+    int64_t t0 = monotonic_ns();
     lms_status s =
         session ? lms_score_session_score(session, req->items, req->n_items, &hooks, res, &err)
                 : lms_engine_score(engine, req, &hooks, res, &err);
-    run->engine_ns = mono_ns() - t0 - run->sending_ns;
+    run->engine_ns = monotonic_ns() - t0 - run->sending_ns;
     if (s == LMS_OK && run->stream && !send_unstreamed(run, res)) s = LMS_ERR_CANCELLED;
     if (s == LMS_OK) {
         metrics_scored(res);
@@ -191,7 +184,7 @@ static void score_job_run(worker_job *base)
 {
     score_job *job = (score_job *)base;
     call *c = job->c;
-    int64_t started = mono_ns();
+    int64_t started = monotonic_ns();
     score_timing timing = {.queue_ns = base->waited_ns};
     rpc_status st;
     if (call_should_stop(c)) {
@@ -221,7 +214,7 @@ static void score_job_run(worker_job *base)
     }
     lms_score_request req;
     score_request_build(&header, &items, &req);
-    timing.prepare_ns = mono_ns() - started;
+    timing.prepare_ns = monotonic_ns() - started;
     engine_run run = {.c = c, .stream = job->stream, .with_logprobs = header.return_logprobs};
     lms_score_result res;
     bool scored = run_engine(job->engine, NULL, &run, &req, &res, &st);
@@ -392,7 +385,7 @@ static bool items_run_header(items_stream *s, const Lmscore__V1__ScoreItemsHeade
 {
     score_header_fields fields;
     lms_error err = {0};
-    int64_t t0 = mono_ns();
+    int64_t t0 = monotonic_ns();
     score_header_fields_of_items_header(h, &fields);
     if (score_header_prepare(s->engine, &fields, &s->header, &err) != LMS_OK) {
         rpc_status_from_error(st, &err);
@@ -401,10 +394,10 @@ static bool items_run_header(items_stream *s, const Lmscore__V1__ScoreItemsHeade
     score_items none = {0};
     lms_score_request req;
     score_request_build(&s->header, &none, &req);
-    int64_t t1 = mono_ns();
+    int64_t t1 = monotonic_ns();
     t->prepare_ns = t1 - t0;
     lms_status begun = lms_score_session_begin(s->engine, &req, &s->session, &err);
-    t->engine_ns = mono_ns() - t1;
+    t->engine_ns = monotonic_ns() - t1;
     if (begun != LMS_OK) {
         rpc_status_from_error(st, &err);
         return false;
@@ -416,7 +409,7 @@ static bool items_run_batch(items_stream *s, const Lmscore__V1__ItemBatch *batch
                             int64_t index_base, score_timing *t, rpc_status *st)
 {
     lms_error err = {0};
-    int64_t t0 = mono_ns();
+    int64_t t0 = monotonic_ns();
     score_items items;
     if (score_items_prepare(s->engine, &s->header, batch->items, batch->n_items, index_base, &items,
                             &err) != LMS_OK) {
@@ -425,7 +418,7 @@ static bool items_run_batch(items_stream *s, const Lmscore__V1__ItemBatch *batch
     }
     lms_score_request req;
     score_request_build(&s->header, &items, &req);
-    t->prepare_ns = mono_ns() - t0;
+    t->prepare_ns = monotonic_ns() - t0;
     engine_run run = {.c = s->c,
                       .stream = true,
                       .with_logprobs = s->header.return_logprobs,

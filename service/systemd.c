@@ -6,26 +6,19 @@
 
 #include <stdio.h>
 #include <systemd/sd-daemon.h>
-#include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "metrics.h"
 
 #define STATUS_PERIOD_MS 5000
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void systemd_init(systemd_notifier *n)
 {
     *n = (systemd_notifier){0};
     uint64_t usec = 0;
     if (sd_watchdog_enabled(0, &usec) > 0) n->watchdog_usec = usec;
-    n->last_ping_ms = n->last_status_ms = now_ms();
+    n->last_ping_ms = n->last_status_ms = monotonic_ms();
 }
 
 int64_t systemd_tick_ms(const systemd_notifier *n)
@@ -61,7 +54,7 @@ static void send_load_status(systemd_notifier *n, int64_t now)
 
 void systemd_ready(systemd_notifier *n)
 {
-    int64_t now = now_ms();
+    int64_t now = monotonic_ms();
     sd_notify(0, "READY=1");
     send_load_status(n, now);
     if (n->watchdog_usec) {
@@ -72,7 +65,7 @@ void systemd_ready(systemd_notifier *n)
 
 void systemd_tick(systemd_notifier *n, worker_pool *workers)
 {
-    int64_t now = now_ms();
+    int64_t now = monotonic_ms();
     if (n->watchdog_usec && now - n->last_ping_ms >= (int64_t)(n->watchdog_usec / 2000)) {
         int64_t stalled = worker_pool_stalled_ms(workers);
         if (stalled < (int64_t)(n->watchdog_usec / 1000)) {

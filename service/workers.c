@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "metrics.h"
 #include "test_hooks.h"
@@ -34,21 +35,9 @@ struct worker_pool {
 
 static _Thread_local worker *tl_worker;
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t now_ms(void)
-{
-    return now_ns() / 1000000;
-}
-
 void worker_note_progress(void)
 {
-    if (tl_worker) atomic_store(&tl_worker->progress_ms, now_ms());
+    if (tl_worker) atomic_store(&tl_worker->progress_ms, monotonic_ms());
 }
 
 static void *worker_main(void *arg)
@@ -74,7 +63,7 @@ static void *worker_main(void *arg)
         p->queued--;
         pthread_mutex_unlock(&p->mu);
 
-        int64_t started = now_ns();
+        int64_t started = monotonic_ns();
         job->waited_ns = started - job->submitted_ns;
         metrics_observe(job->metrics_method, METRICS_QUEUE_TIME, job->waited_ns);
         atomic_store(&w->progress_ms, started / 1000000);
@@ -129,7 +118,7 @@ bool worker_pool_submit(worker_pool *p, worker_job *job)
     pthread_mutex_lock(&p->mu);
     bool ok = !p->stopping && p->queued < p->queue_depth;
     if (ok) {
-        job->submitted_ns = now_ns();
+        job->submitted_ns = monotonic_ns();
         job->next = NULL;
         if (p->tail)
             p->tail->next = job;
@@ -167,7 +156,7 @@ void worker_pool_stop(worker_pool *p)
 
 int64_t worker_pool_stalled_ms(worker_pool *p)
 {
-    int64_t now = now_ms(), worst = 0;
+    int64_t now = monotonic_ms(), worst = 0;
     for (int i = 0; i < p->n_workers; i++) {
         worker *w = &p->workers[i];
         if (!atomic_load(&w->busy)) continue;

@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "lmscore.h"
 
 typedef struct {
@@ -212,13 +212,6 @@ static void print_result(const lms_score_result *r, double seconds)
     json_object_put(o);
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int main(int argc, char **argv)
 {
     const char *model = NULL, *request = NULL, *algorithm = NULL;
@@ -275,12 +268,12 @@ int main(int argc, char **argv)
     if (parse_request(engine, root, &p, &req, &err) != LMS_OK) {
         rc = print_error(&err);
     } else {
-        double t0 = now(), dt = 0;
+        double t0 = monotonic_seconds(), dt = 0;
         for (int k = 0; k < repeat && rc == 0; k++) {
             if (k) lms_score_result_free(&res);
-            t0 = now();
+            t0 = monotonic_seconds();
             if (lms_engine_score(engine, &req, NULL, &res, &err) != LMS_OK) rc = print_error(&err);
-            dt = now() - t0;
+            dt = monotonic_seconds() - t0;
         }
         if (rc == 0) print_result(&res, dt);
     }

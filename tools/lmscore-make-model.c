@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
+#include "clock.h"
 #include "make_model/mm_gguf.h"
 #include "make_model/mm_hf.h"
 #include "make_model/mm_spec.h"
@@ -281,13 +281,6 @@ static lms_status parse_args(int argc, char **argv, request *r, lms_error *err)
     return mm_spec_validate(&r->spec, err);
 }
 
-static double seconds_since(const struct timespec *start)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) / 1e9;
-}
-
 /* Bytes of a file, or of the files directly inside a directory. */
 static double megabytes(const char *path)
 {
@@ -306,11 +299,11 @@ static double megabytes(const char *path)
     return total;
 }
 
-static void report(const char *what, const char *path, const struct timespec *start)
+static void report(const char *what, const char *path, double start)
 {
     double mb = megabytes(path);
     printf("lmscore-make-model: wrote %s %s (%.1f MB) in %.2f s\n", what, path, mb,
-           seconds_since(start));
+           monotonic_seconds() - start);
 }
 
 static lms_status make(request *r, lms_error *err)
@@ -334,16 +327,14 @@ static lms_status make(request *r, lms_error *err)
     size_t n_tensors = 0;
     if (st == LMS_OK) st = mm_tensors_list(s, &tensors, &n_tensors, err);
     if (st == LMS_OK && r->gguf_path) {
-        struct timespec start;
-        clock_gettime(CLOCK_MONOTONIC, &start);
+        const double start = monotonic_seconds();
         st = mm_write_gguf(r->gguf_path, s, vocab, tensors, n_tensors, err);
-        if (st == LMS_OK) report("GGUF", r->gguf_path, &start);
+        if (st == LMS_OK) report("GGUF", r->gguf_path, start);
     }
     if (st == LMS_OK && r->hf_dir) {
-        struct timespec start;
-        clock_gettime(CLOCK_MONOTONIC, &start);
+        const double start = monotonic_seconds();
         st = mm_write_hf(r->hf_dir, tokenizer_dir, s, vocab, tensors, n_tensors, err);
-        if (st == LMS_OK) report("Hugging Face directory", r->hf_dir, &start);
+        if (st == LMS_OK) report("Hugging Face directory", r->hf_dir, start);
     }
     free(tensors);
     mm_vocab_free(vocab);

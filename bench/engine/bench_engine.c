@@ -295,12 +295,12 @@ int main(int argc, char **argv)
 
     lms_engine *e = NULL;
     lms_error err = {0};
-    const double t0 = clock_seconds();
+    const double t0 = monotonic_seconds();
     if (lms_engine_open(o.model, &opt, &e, &err) != LMS_OK) {
         fprintf(stderr, "bench_engine: %s: %s\n", o.model, err.msg);
         return 1;
     }
-    const double load_seconds = clock_seconds() - t0;
+    const double load_seconds = monotonic_seconds() - t0;
     lms_model_info model;
     lms_engine_model_info(e, &model);
     const flop_units u = flop_units_of(&model);

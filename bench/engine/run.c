@@ -86,7 +86,7 @@ typedef struct {
 
 static int past_deadline(void *ctx)
 {
-    return clock_seconds() > ((const run_progress *)ctx)->deadline;
+    return monotonic_seconds() > ((const run_progress *)ctx)->deadline;
 }
 
 static int count_items(void *ctx, int32_t first, int32_t n, const float *scores,
@@ -114,11 +114,11 @@ void run_request(lms_engine *e, request_data *d, lms_algorithm algo, int32_t n_i
     lms_alloc_reset_peak();
     const size_t held = lms_alloc_current_bytes();
     const int rss_reset = proc_reset_peak_rss();
-    const double cpu0 = cpu_seconds(), t0 = clock_seconds();
+    const double cpu0 = process_cpu_seconds(), t0 = monotonic_seconds();
     progress.deadline = t0 + max_seconds;
     lms_status st = lms_engine_score(e, &req, &hooks, &res, &err);
-    out->seconds = clock_seconds() - t0;
-    out->cpu_seconds = cpu_seconds() - cpu0;
+    out->seconds = monotonic_seconds() - t0;
+    out->cpu_seconds = process_cpu_seconds() - cpu0;
     out->items_done = progress.items_done;
     out->engine_peak_bytes = (int64_t)(lms_alloc_peak_bytes() - held);
     out->peak_rss_bytes = rss_reset ? proc_peak_rss_bytes() : -1;

@@ -29,10 +29,10 @@ static int measure_one(sgemm_shape_result *s, int reps)
         double best_cpu = 0;
         s->best_seconds = 0;
         for (int r = -1; r < reps; r++) { /* r = -1: warm-up, not timed */
-            const double c0 = cpu_seconds(), t0 = clock_seconds();
+            const double c0 = process_cpu_seconds(), t0 = monotonic_seconds();
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s->m, s->n, s->k, 1.0f, a, s->k, b,
                         s->k, 0.0f, c, s->n);
-            const double dt = clock_seconds() - t0, dc = cpu_seconds() - c0;
+            const double dt = monotonic_seconds() - t0, dc = process_cpu_seconds() - c0;
             if (r < 0) continue;
             if (s->best_seconds == 0 || dt < s->best_seconds) s->best_seconds = dt;
             if (dc > 0 && (best_cpu == 0 || dc < best_cpu)) best_cpu = dc;

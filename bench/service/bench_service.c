@@ -31,7 +31,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../engine/clock.h"
+#include "clock.h"
 #include "lmscore.h"
 #include "lmscore/v1/score.pb-c.h"
 #include "raw_floor.h"
@@ -43,7 +43,7 @@ typedef struct {
 
 static double now_ms(void)
 {
-    return clock_seconds() * 1e3;
+    return monotonic_seconds() * 1e3;
 }
 
 static int by_value(const void *a, const void *b)

@@ -9,17 +9,10 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "clock.h"
 #include "corpus_io.h"
 #include "tokenizer.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 int main(int argc, char **argv)
 {
@@ -34,7 +27,7 @@ int main(int argc, char **argv)
     size_t bytes = 0, ids_total = 0, passes = 0;
     for (size_t i = 0; i < c.n; i++)
         bytes += c.lines[i].len;
-    double start = now(), elapsed;
+    double start = monotonic_seconds(), elapsed;
     do {
         for (size_t i = 0; i < c.n; i++) {
             int32_t *ids;
@@ -48,7 +41,7 @@ int main(int argc, char **argv)
             free(ids);
         }
         passes++;
-        elapsed = now() - start;
+        elapsed = monotonic_seconds() - start;
     } while (elapsed < 1.0);
     printf(
         "{\"bytes\": %zu, \"passes\": %zu, \"seconds\": %.3f, \"ids\": %zu, \"mb_per_s\": %.2f}\n",

@@ -17,7 +17,7 @@
 #include "inputs.h"
 #include "latency.h"
 #include "methods.h"
-#include "monotonic.h"
+#include "clock.h"
 #include "pb_json.h"
 #include "score_output.h"
 #include "score_spec.h"

@@ -10,7 +10,7 @@
 #include "commands.h"
 #include "grpc/health/v1/health.pb-c.h"
 #include "methods.h"
-#include "monotonic.h"
+#include "clock.h"
 
 enum { OPT_SERVICE, OPT_WAIT };
 

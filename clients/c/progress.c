@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "monotonic.h"
+#include "clock.h"
 
 enum { BAR_WIDTH = 30 };
 
