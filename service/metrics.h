@@ -20,7 +20,7 @@
 #define METRICS_MAX_REASONS  64 /* distinct error reasons kept; later ones count as "other" */
 #define METRICS_REASON_SIZE  48
 #define METRICS_N_BUCKETS    16 /* latency histogram bounds, +Inf not included */
-#define METRICS_N_ALGORITHMS 5
+#define METRICS_N_ALGORITHMS LMS_ALGO_COUNT
 
 typedef enum {
     METRICS_CALL_TIME,

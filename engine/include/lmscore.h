@@ -119,6 +119,9 @@ typedef enum {
     LMS_ALGO_PACKED_SEGMENT = 3,
     LMS_ALGO_PREFILL_EXTEND = 4,
 } lms_algorithm;
+/* The values of lms_algorithm are 0 .. LMS_ALGO_COUNT - 1: arrays indexed by
+ * an algorithm have this many entries. */
+#define LMS_ALGO_COUNT (LMS_ALGO_PREFILL_EXTEND + 1)
 
 const char *lms_algorithm_name(lms_algorithm algo);
 /* Parses "auto", "serial", ...; returns false for an unknown name. */

@@ -6,7 +6,8 @@
  * delimited mode), sequence_i = prefix ++ item_i (item_i ++ query with
  * item_first). Every algorithm evaluates exactly these sequences:
  *
- *   serial          one forward pass per sequence
+ *   serial          one forward pass per sequence (item_first: independent
+ *                   sequences, as many per pass as the token budget holds)
  *   packed_*        prefix rows, then each item as a segment that sees the
  *                   prefix and itself (dense: through a T×T mask)
  *   prefill_extend  the prefix once (or from the prefix cache), then items
@@ -37,7 +38,19 @@ typedef struct {
     int32_t emitted; /* items [0, emitted) handed to on_items */
     lms_score_result *res;
     prefix_cache_entry *pinned; /* a session's prefix KV, or NULL */
-} score_job;
+} score_state;
+
+/* How a pass keeps its segments apart: attention over each segment's own rows
+ * (and the prefix), or one T×T mask (packed_dense). */
+typedef enum { SEGMENT_RUNS, DENSE_MASK } segment_attention;
+
+/* The rows of item i that count against a pass's budget: the item alone
+ * (after a shared prefix) or its whole sequence (independent sequences). */
+typedef enum { ITEM_ALONE, WHOLE_SEQUENCE } item_span;
+
+/* Independent sequences: one per forward pass, or as many as the token
+ * budget holds. */
+typedef enum { ONE_PER_PASS, AS_MANY_AS_FIT } sequence_batching;
 
 /* ---- validation ---------------------------------------------------------- */
 
@@ -111,7 +124,7 @@ static lms_status validate(const lms_engine *e, const lms_score_request *r, lms_
 
 /* ---- results ------------------------------------------------------------- */
 
-static void finish_item(score_job *j, int32_t i)
+static void finish_item(score_state *j, int32_t i)
 {
     const int32_t nl = j->req->n_labels;
     const float *lp = j->lp + (size_t)i * nl;
@@ -135,7 +148,7 @@ static void finish_item(score_job *j, int32_t i)
 
 /* Hands the longest finished run of items after the last one emitted to the
  * caller's on_items, in index order. */
-static lms_status emit_ready(score_job *j, lms_error *err)
+static lms_status emit_ready(score_state *j, lms_error *err)
 {
     int32_t first = j->emitted;
     while (j->emitted < j->req->n_items && j->done[j->emitted])
@@ -151,7 +164,7 @@ static lms_status emit_ready(score_job *j, lms_error *err)
 
 static int stop_requested(void *ctx)
 {
-    const score_job *j = ctx;
+    const score_state *j = ctx;
     return j->hooks && j->hooks->should_stop && j->hooks->should_stop(j->hooks->ctx);
 }
 
@@ -219,8 +232,9 @@ static void add_score(batch_buf *b, int32_t row, int32_t item)
     b->n_score++;
 }
 
-static lms_status run_batch(score_job *j, batch_buf *b, int32_t prefix_rows, int dense,
-                            const kv_prefix *cached, kv_prefix *capture, lms_error *err)
+static lms_status run_batch(score_state *j, batch_buf *b, int32_t prefix_rows,
+                            segment_attention attention, const kv_prefix *cached,
+                            kv_prefix *capture, lms_error *err)
 {
     forward_batch fb = {
         .layout = {.n_rows = b->n_rows,
@@ -228,7 +242,7 @@ static lms_status run_batch(score_job *j, batch_buf *b, int32_t prefix_rows, int
                    .n_segments = b->n_segments,
                    .seg_begin = b->seg_begin,
                    .seg_end = b->seg_end,
-                   .dense_mask = dense},
+                   .dense_mask = attention == DENSE_MASK},
         .tokens = b->tokens,
         .positions = b->positions,
         .cached = cached,
@@ -260,30 +274,31 @@ static lms_status run_batch(score_job *j, batch_buf *b, int32_t prefix_rows, int
 
 /* Rows item i takes in a batch, padded to the row period: its whole sequence
  * when sequences run independently, else the item alone (after a prefix). */
-static int32_t padded_rows(const score_job *j, int32_t i, int whole_sequence)
+static int32_t padded_rows(const score_state *j, int32_t i, item_span span)
 {
     const lms_score_request *r = j->req;
     int32_t len = r->items[i].len;
-    if (whole_sequence) len += r->item_first ? r->query.len : j->prefix_len;
+    if (span == WHOLE_SEQUENCE) len += r->item_first ? r->query.len : j->prefix_len;
     return selector_padded(len, j->e->row_period);
 }
 
-static int32_t widest_padded(const score_job *j, int whole_sequence)
+static int32_t widest_padded(const score_state *j, item_span span)
 {
     int32_t widest = 0;
     for (int32_t i = 0; i < j->req->n_items; i++)
-        if (padded_rows(j, i, whole_sequence) > widest) widest = padded_rows(j, i, whole_sequence);
+        if (padded_rows(j, i, span) > widest) widest = padded_rows(j, i, span);
     return widest;
 }
 
-/* Independent sequences, `per_batch` rows at most per pass (serial: one
- * sequence per pass). Used for serial and for item_first. */
-static lms_status run_independent(score_job *j, int one_per_pass, lms_error *err)
+/* Each sequence on its own, as its own segment: one per forward pass
+ * (serial), or as many as max_packed_tokens rows hold (item_first, whose
+ * sequences share no prefix). */
+static lms_status run_independent(score_state *j, sequence_batching batching, lms_error *err)
 {
     const lms_score_request *r = j->req;
     const int32_t period = j->e->row_period;
-    const int32_t max_seq = widest_padded(j, 1);
-    int32_t cap = one_per_pass || max_seq > j->e->opt.max_packed_tokens
+    const int32_t max_seq = widest_padded(j, WHOLE_SEQUENCE);
+    int32_t cap = batching == ONE_PER_PASS || max_seq > j->e->opt.max_packed_tokens
                       ? max_seq
                       : j->e->opt.max_packed_tokens;
     batch_buf b;
@@ -307,8 +322,9 @@ static lms_status run_independent(score_job *j, int one_per_pass, lms_error *err
             add_score(&b, b.n_rows - 1, i);
             pad_rows(&b, period);
             i++;
-        } while (!one_per_pass && i < r->n_items && b.n_rows + padded_rows(j, i, 1) <= cap);
-        st = run_batch(j, &b, 0, 0, NULL, NULL, err);
+        } while (batching == AS_MANY_AS_FIT && i < r->n_items &&
+                 b.n_rows + padded_rows(j, i, WHOLE_SEQUENCE) <= cap);
+        st = run_batch(j, &b, 0, SEGMENT_RUNS, NULL, NULL, err);
     }
     batch_free(&b);
     return st;
@@ -316,15 +332,16 @@ static lms_status run_independent(score_job *j, int one_per_pass, lms_error *err
 
 /* Prefix rows then items as segments, in packs of at most max_packed_tokens
  * rows (a pack holds at least one item). */
-static lms_status run_packed(score_job *j, int dense, lms_error *err)
+static lms_status run_packed(score_state *j, segment_attention attention, lms_error *err)
 {
     const lms_score_request *r = j->req;
     const int32_t period = j->e->row_period, p = j->prefix_len;
+    const bool dense = attention == DENSE_MASK;
     const int32_t budget = dense && j->e->opt.dense_mask_max_tokens < j->e->opt.max_packed_tokens
                                ? j->e->opt.dense_mask_max_tokens
                                : j->e->opt.max_packed_tokens;
     /* the largest one-item pack */
-    const int32_t need = selector_padded(p, period) + widest_padded(j, 0);
+    const int32_t need = selector_padded(p, period) + widest_padded(j, ITEM_ALONE);
     if (dense && need > j->e->opt.dense_mask_max_tokens)
         return lms_fail(err, LMS_ERR_RESOURCE_EXHAUSTED, "dense_mask_too_large", "items",
                         "packed_dense needs a %d-token pack; its mask is limited to %d tokens",
@@ -339,7 +356,7 @@ static lms_status run_packed(score_job *j, int dense, lms_error *err)
         int32_t n_in_pack = 0;
         while (i < r->n_items) {
             const lms_tokens *it = &r->items[i];
-            if (n_in_pack > 0 && b.n_rows + padded_rows(j, i, 0) > budget) break;
+            if (n_in_pack > 0 && b.n_rows + padded_rows(j, i, ITEM_ALONE) > budget) break;
             if (it->len == 0) {
                 add_score(&b, p - 1, i);
             } else {
@@ -352,7 +369,7 @@ static lms_status run_packed(score_job *j, int dense, lms_error *err)
             n_in_pack++;
             i++;
         }
-        st = run_batch(j, &b, p, dense, NULL, NULL, err);
+        st = run_batch(j, &b, p, attention, NULL, NULL, err);
     }
     batch_free(&b);
     return st;
@@ -361,7 +378,7 @@ static lms_status run_packed(score_job *j, int dense, lms_error *err)
 /* The prefix's KV from the session, the cache, or a prefill pass that
  * computes and caches it. Empty items score at the prefix's last row: in the
  * prefill pass itself, or from the cached last hidden state. */
-static lms_status prefill(score_job *j, prefix_cache_entry **entry, lms_error *err)
+static lms_status prefill(score_state *j, prefix_cache_entry **entry, lms_error *err)
 {
     const lms_score_request *r = j->req;
     lms_engine *e = j->e;
@@ -398,7 +415,7 @@ static lms_status prefill(score_job *j, prefix_cache_entry **entry, lms_error *e
     st = kv_prefix_create(c->n_layers, c->n_kv_heads * c->head_dim, c->d_model, p, &kv, err);
     if (st == LMS_OK) {
         put_rows(&b, j->prefix, p, 0);
-        st = run_batch(j, &b, p, 0, NULL, kv, err);
+        st = run_batch(j, &b, p, SEGMENT_RUNS, NULL, kv, err);
     }
     batch_free(&b);
     if (st != LMS_OK) {
@@ -410,7 +427,7 @@ static lms_status prefill(score_job *j, prefix_cache_entry **entry, lms_error *e
     return LMS_OK;
 }
 
-static lms_status run_prefill_extend(score_job *j, lms_error *err)
+static lms_status run_prefill_extend(score_state *j, lms_error *err)
 {
     const lms_score_request *r = j->req;
     const int32_t period = j->e->row_period, p = j->prefix_len;
@@ -420,7 +437,7 @@ static lms_status run_prefill_extend(score_job *j, lms_error *err)
     if (st != LMS_OK) return st;
     const kv_prefix *kv = entry ? prefix_cache_kv(entry) : NULL;
 
-    const int32_t widest = widest_padded(j, 0);
+    const int32_t widest = widest_padded(j, ITEM_ALONE);
     const int32_t budget = j->e->opt.max_packed_tokens;
     const int32_t cap = (widest > budget ? widest : budget) + period;
     batch_buf b;
@@ -429,7 +446,7 @@ static lms_status run_prefill_extend(score_job *j, lms_error *err)
         b.n_rows = b.n_segments = b.n_score = 0;
         while (i < r->n_items) {
             const lms_tokens *it = &r->items[i];
-            if (b.n_segments > 0 && b.n_rows + padded_rows(j, i, 0) > budget) break;
+            if (b.n_segments > 0 && b.n_rows + padded_rows(j, i, ITEM_ALONE) > budget) break;
             i++;
             if (it->len == 0) continue; /* scored by the prefill */
             b.seg_begin[b.n_segments] = b.n_rows;
@@ -438,7 +455,7 @@ static lms_status run_prefill_extend(score_job *j, lms_error *err)
             add_score(&b, b.n_rows - 1, i - 1);
             pad_rows(&b, period);
         }
-        if (b.n_segments) st = run_batch(j, &b, 0, 0, kv, NULL, err);
+        if (b.n_segments) st = run_batch(j, &b, 0, SEGMENT_RUNS, kv, NULL, err);
     }
     batch_free(&b);
     if (entry != j->pinned) prefix_cache_release(j->e->cache, entry);
@@ -447,7 +464,7 @@ static lms_status run_prefill_extend(score_job *j, lms_error *err)
 
 /* ---- entry point --------------------------------------------------------- */
 
-static lms_status build_prefix(score_job *j, lms_error *err)
+static lms_status build_prefix(score_state *j, lms_error *err)
 {
     const lms_score_request *r = j->req;
     const int32_t delim = j->e->opt.delimiter;
@@ -461,7 +478,7 @@ static lms_status build_prefix(score_job *j, lms_error *err)
     return LMS_OK;
 }
 
-static lms_algorithm choose(score_job *j, char *reason, size_t reason_size)
+static lms_algorithm choose(score_state *j, char *reason, size_t reason_size)
 {
     const lms_score_request *r = j->req;
     lms_engine *e = j->e;
@@ -507,7 +524,7 @@ static lms_status score_run(lms_engine *e, const lms_score_request *req,
     memset(out, 0, sizeof *out);
     lms_status st = validate(e, req, err);
     if (st != LMS_OK) return st;
-    score_job j = {.e = e, .req = req, .hooks = hooks, .res = out, .pinned = pinned};
+    score_state j = {.e = e, .req = req, .hooks = hooks, .res = out, .pinned = pinned};
     out->n_items = req->n_items;
     out->n_labels = req->n_labels;
     size_t n = (size_t)req->n_items * req->n_labels;
@@ -534,13 +551,13 @@ static lms_status score_run(lms_engine *e, const lms_score_request *req,
     if (req->n_items == 0) goto out;
     switch (out->algorithm) {
     case LMS_ALGO_SERIAL:
-        st = run_independent(&j, !req->item_first, err);
+        st = run_independent(&j, req->item_first ? AS_MANY_AS_FIT : ONE_PER_PASS, err);
         break;
     case LMS_ALGO_PACKED_DENSE:
-        st = run_packed(&j, 1, err);
+        st = run_packed(&j, DENSE_MASK, err);
         break;
     case LMS_ALGO_PACKED_SEGMENT:
-        st = run_packed(&j, 0, err);
+        st = run_packed(&j, SEGMENT_RUNS, err);
         break;
     case LMS_ALGO_PREFILL_EXTEND:
         st = run_prefill_extend(&j, err);
@@ -601,7 +618,7 @@ lms_status lms_score_session_begin(lms_engine *e, const lms_score_request *heade
     s->labels = labels;
     if (!h.item_first) {
         lms_score_result none = {0};
-        score_job j = {.e = e, .req = &s->header, .res = &none};
+        score_state j = {.e = e, .req = &s->header, .res = &none};
         st = build_prefix(&j, err);
         if (st == LMS_OK && j.prefix_len > 0) st = prefill(&j, &s->pinned, err);
         free(j.prefix);

@@ -10,6 +10,7 @@
 #ifndef LMS_SELECTOR_H
 #define LMS_SELECTOR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,11 +24,11 @@ typedef struct {
     int32_t row_period;      /* segments are padded to multiples of this */
     int32_t max_packed_tokens;
     int32_t dense_mask_max_tokens;
-    int prefix_cached; /* the prefix KV is in the prefix cache */
+    bool prefix_cached; /* the prefix KV is in the prefix cache */
 } selector_input;
 
 typedef struct {
-    double cost[5]; /* indexed by lms_algorithm; <0 when not possible */
+    double cost[LMS_ALGO_COUNT]; /* indexed by lms_algorithm; <0 when not possible */
     lms_algorithm best;
     char reason[200];
 } selector_choice;

@@ -22,7 +22,7 @@ static const lms_model_config QWEN3_06B = {
     .context_length = 40960,
 };
 
-static lms_algorithm pick(int32_t q, int32_t n, int32_t l, int cached, int32_t dense_max)
+static lms_algorithm pick(int32_t q, int32_t n, int32_t l, bool cached, int32_t dense_max)
 {
     int32_t *lens = malloc((size_t)n * sizeof *lens);
     for (int32_t i = 0; i < n; i++)
@@ -46,26 +46,26 @@ static lms_algorithm pick(int32_t q, int32_t n, int32_t l, int cached, int32_t d
 static void test_benchmark_workloads(void **state)
 {
     (void)state;
-    assert_int_equal(pick(300, 10, 20, 0, 8192), LMS_ALGO_PACKED_SEGMENT); /* (a) */
+    assert_int_equal(pick(300, 10, 20, false, 8192), LMS_ALGO_PACKED_SEGMENT); /* (a) */
     /* (b) is left out: two runs disagreed on its best algorithm */
-    assert_int_equal(pick(2000, 500, 20, 0, 8192), LMS_ALGO_PREFILL_EXTEND); /* (c) */
-    assert_int_equal(pick(100, 10, 500, 0, 8192), LMS_ALGO_PACKED_SEGMENT);  /* (d) */
+    assert_int_equal(pick(2000, 500, 20, false, 8192), LMS_ALGO_PREFILL_EXTEND); /* (c) */
+    assert_int_equal(pick(100, 10, 500, false, 8192), LMS_ALGO_PACKED_SEGMENT);  /* (d) */
 }
 
 static void test_cached_query_prefers_extend(void **state)
 {
     (void)state;
-    assert_int_equal(pick(300, 10, 20, 1, 8192), LMS_ALGO_PREFILL_EXTEND);
+    assert_int_equal(pick(300, 10, 20, true, 8192), LMS_ALGO_PREFILL_EXTEND);
 }
 
 static void test_single_item_and_guards(void **state)
 {
     (void)state;
     /* one item: a single pass either way; never the O(T²) baseline */
-    lms_algorithm one = pick(50, 1, 10, 0, 8192);
+    lms_algorithm one = pick(50, 1, 10, false, 8192);
     assert_true(one == LMS_ALGO_PACKED_SEGMENT || one == LMS_ALGO_SERIAL);
-    assert_int_not_equal(pick(2000, 64, 20, 0, 0), LMS_ALGO_PACKED_DENSE);
-    assert_int_not_equal(pick(300, 10, 20, 0, 8192), LMS_ALGO_SERIAL);
+    assert_int_not_equal(pick(2000, 64, 20, false, 0), LMS_ALGO_PACKED_DENSE);
+    assert_int_not_equal(pick(300, 10, 20, false, 8192), LMS_ALGO_SERIAL);
 }
 
 int main(void)
