@@ -280,6 +280,25 @@ static void scratch_free(scratch *s)
     rmdir(s->dir);
 }
 
+/* cmocka fixture: a scratch directory in *state for the test's files. */
+static int scratch_setup(void **state)
+{
+    scratch *s = malloc(sizeof *s);
+    if (!s) return -1;
+    scratch_init(s);
+    *state = s;
+    return 0;
+}
+
+static int scratch_teardown(void **state)
+{
+    scratch_free(*state);
+    free(*state);
+    return 0;
+}
+
+#define WITH_SCRATCH(test) cmocka_unit_test_setup_teardown(test, scratch_setup, scratch_teardown)
+
 static void write_gguf(const gguf_writer *w, const char *path)
 {
     mf_buf b;
@@ -357,19 +376,30 @@ static void check_geometry(const lms_model *m, const geometry *g)
     assert_true(c->rms_eps == 1e-6f);
 }
 
+/* Loads path, which must succeed, and checks the model's geometry and
+ * weights against what was written. */
+static lms_model *load_checked(const char *path, const geometry *g)
+{
+    lms_model *m = load_ok(path);
+    check_geometry(m, g);
+    check_weights(m, g);
+    return m;
+}
+
+static lms_model *write_gguf_and_load(const gguf_writer *w, const char *path, const geometry *g)
+{
+    write_gguf(w, path);
+    return load_checked(path, g);
+}
+
 static void test_gguf_qwen3_f32_used_in_place(void **state)
 {
-    (void)state;
-    scratch s;
-    scratch_init(&s);
+    const scratch *s = *state;
     geometry g = tiny(LMS_ARCH_QWEN3);
     gguf_writer w;
     build_gguf(&w, &g, &(gguf_options){GGML_TYPE_F32, false, NULL});
-    write_gguf(&w, s.path);
     size_t before = lms_alloc_current_bytes();
-    lms_model *m = load_ok(s.path);
-    check_geometry(m, &g);
-    check_weights(m, &g);
+    lms_model *m = write_gguf_and_load(&w, s->path, &g);
     assert_int_equal(m->cfg.format, LMS_FORMAT_GGUF);
     assert_string_equal(m->cfg.name, "tiny-test");
     assert_true(m->cfg.rope_theta == 1e6f);
@@ -386,7 +416,6 @@ static void test_gguf_qwen3_f32_used_in_place(void **state)
     lms_model_free(m);
     assert_int_equal(lms_alloc_current_bytes(), before);
     gw_free(&w);
-    scratch_free(&s);
 }
 
 /* should_stop for lms_model_load: stops from the (limit + 1)-th poll on
@@ -406,20 +435,18 @@ static int stop_after_polls(void *ctx)
 
 static void test_conversion_stops_when_asked(void **state)
 {
-    (void)state;
-    scratch s;
-    scratch_init(&s);
+    const scratch *s = *state;
     geometry g = tiny(LMS_ARCH_QWEN3);
     gguf_writer w;
     build_gguf(&w, &g, &(gguf_options){GGML_TYPE_F16, false, NULL});
-    write_gguf(&w, s.path);
+    write_gguf(&w, s->path);
     gw_free(&w);
 
     stop_after never = {.limit = -1};
     lms_stop poll = {stop_after_polls, &never};
     lms_model *m;
     lms_error err = {0};
-    if (lms_model_load(s.path, &poll, &m, &err) != LMS_OK) fail_msg("load failed: %s", err.msg);
+    if (lms_model_load(s->path, &poll, &m, &err) != LMS_OK) fail_msg("load failed: %s", err.msg);
     check_weights(m, &g);
     lms_model_free(m);
     int chunks = atomic_load(&never.polls);
@@ -429,32 +456,26 @@ static void test_conversion_stops_when_asked(void **state)
     stop_after three = {.limit = 3};
     lms_stop stop = {stop_after_polls, &three};
     m = (lms_model *)1;
-    assert_int_equal(lms_model_load(s.path, &stop, &m, &err), LMS_ERR_CANCELLED);
+    assert_int_equal(lms_model_load(s->path, &stop, &m, &err), LMS_ERR_CANCELLED);
     assert_null(m);
     assert_non_null(strstr(err.msg, "stopped while converting"));
     assert_int_equal(lms_alloc_current_bytes(), before); /* the converted buffers are freed */
     assert_true(atomic_load(&three.polls) < chunks);     /* the rest was skipped, not polled */
     print_message("conversion: %d chunks; stopped after %d polls\n", chunks,
                   atomic_load(&three.polls));
-    scratch_free(&s);
 }
 
 static void test_gguf_llama_converted_tied_with_rope_freqs(void **state)
 {
-    (void)state;
+    const scratch *s = *state;
     const uint32_t types[] = {GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q8_0};
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
-        scratch s;
-        scratch_init(&s);
         geometry g = tiny(LMS_ARCH_LLAMA);
         gguf_writer w;
         build_gguf(&w, &g, &(gguf_options){types[t], true, NULL});
         add_gguf_weight(&w, "rope_freqs.weight", (uint64_t)g.head_dim / 2, 1, GGML_TYPE_F32);
-        write_gguf(&w, s.path);
         size_t before = lms_alloc_current_bytes();
-        lms_model *m = load_ok(s.path);
-        check_geometry(m, &g);
-        check_weights(m, &g);
+        lms_model *m = write_gguf_and_load(&w, s->path, &g);
         assert_int_equal(m->cfg.rope_pairing, LMS_ROPE_NORM);
         assert_true(m->cfg.rope_theta == 10000.0f);
         assert_true(m->cfg.tied_embeddings);
@@ -472,7 +493,6 @@ static void test_gguf_llama_converted_tied_with_rope_freqs(void **state)
         lms_model_free(m);
         assert_int_equal(lms_alloc_current_bytes(), before);
         gw_free(&w);
-        scratch_free(&s);
     }
 }
 
@@ -481,7 +501,7 @@ static void test_gguf_llama_converted_tied_with_rope_freqs(void **state)
  * blocks, whatever their bytes. */
 static void test_gguf_mixed_block_types(void **state)
 {
-    (void)state;
+    const scratch *s = *state;
     static const struct {
         uint32_t ggml;
         lms_dtype dtype;
@@ -492,8 +512,6 @@ static void test_gguf_mixed_block_types(void **state)
         {GGML_TYPE_Q5_K, LMS_DTYPE_Q5_K}, {GGML_TYPE_Q6_K, LMS_DTYPE_Q6_K},
     };
     const size_t n_types = sizeof types / sizeof types[0];
-    scratch s;
-    scratch_init(&s);
     /* Rows of whole 256-element super-blocks for every matrix. */
     geometry g = {LMS_ARCH_QWEN3, 2, 256, 4, 2, 64, 512, 50};
     gguf_writer w;
@@ -529,8 +547,8 @@ static void test_gguf_mixed_block_types(void **state)
         }
     }
     assert_true(n >= 2 * n_types);
-    write_gguf(&w, s.path);
-    lms_model *m = load_ok(s.path);
+    write_gguf(&w, s->path);
+    lms_model *m = load_ok(s->path);
     check_geometry(m, &g);
     for (size_t i = 0; i < n; i++) {
         char name[128];
@@ -547,23 +565,17 @@ static void test_gguf_mixed_block_types(void **state)
     }
     lms_model_free(m);
     gw_free(&w);
-    scratch_free(&s);
 }
 
 static void test_gguf_qwen2_biases_and_linear_rope(void **state)
 {
-    (void)state;
-    scratch s;
-    scratch_init(&s);
+    const scratch *s = *state;
     geometry g = tiny(LMS_ARCH_QWEN2);
     gguf_writer w;
     build_gguf(&w, &g, &(gguf_options){GGML_TYPE_Q8_0, false, NULL});
     mf_gguf_str(&w.meta, "qwen2.rope.scaling.type", "linear");
     mf_gguf_f32(&w.meta, "qwen2.rope.scaling.factor", 4.0f);
-    write_gguf(&w, s.path);
-    lms_model *m = load_ok(s.path);
-    check_geometry(m, &g);
-    check_weights(m, &g);
+    lms_model *m = write_gguf_and_load(&w, s->path, &g);
     assert_non_null(m->layers[0].bq);
     assert_int_equal(m->cfg.rope_pairing, LMS_ROPE_NEOX);
     assert_true(m->cfg.rope_scale_linear == 4.0f);
@@ -571,7 +583,6 @@ static void test_gguf_qwen2_biases_and_linear_rope(void **state)
     assert_true(m->output != m->tok_embd);
     lms_model_free(m);
     gw_free(&w);
-    scratch_free(&s);
 }
 
 /* Builds a qwen3 GGUF, lets edit change it, expects the load to fail. */
@@ -790,50 +801,46 @@ static void write_st(const char *dir, const st_writer *w, int n_shards)
     mf_buf_free(&index);
 }
 
+/* Writes the weights to dir as n_shards safetensors files and a config.json
+ * (tied embeddings or not, config_extra appended), then load_checked. */
+static lms_model *write_hf_and_load(const char *dir, const st_writer *w, const geometry *g,
+                                    int n_shards, bool tied, const char *config_extra)
+{
+    write_st(dir, w, n_shards);
+    write_config(dir, g, tied, config_extra);
+    return load_checked(dir, g);
+}
+
 static void test_hf_qwen3_bf16_single_file(void **state)
 {
-    (void)state;
-    scratch s;
-    scratch_init(&s);
+    const scratch *s = *state;
     geometry g = tiny(LMS_ARCH_QWEN3);
     static st_writer w;
     build_st(&w, &g, GGML_TYPE_BF16, true);
-    write_st(s.dir, &w, 1);
-    write_config(s.dir, &g, false, "");
-    lms_model *m = load_ok(s.dir);
-    check_geometry(m, &g);
-    check_weights(m, &g);
+    lms_model *m = write_hf_and_load(s->dir, &w, &g, 1, false, "");
     assert_int_equal(m->cfg.format, LMS_FORMAT_HF);
-    assert_string_equal(m->cfg.name, strrchr(s.dir, '/') + 1);
+    assert_string_equal(m->cfg.name, strrchr(s->dir, '/') + 1);
     assert_int_equal(m->cfg.rope_pairing, LMS_ROPE_NEOX);
     assert_true(m->cfg.rope_theta == 1e6f);
     assert_null(m->cfg.rope_freq_factors);
     assert_false(m->cfg.tied_embeddings);
     assert_null(m->gguf);
-    assert_string_equal(m->hf_dir, s.dir);
+    assert_string_equal(m->hf_dir, s->dir);
     lms_model_free(m);
     sw_free(&w);
-    scratch_free(&s);
 }
 
 static void test_hf_qwen2_sharded_f16_tied(void **state)
 {
-    (void)state;
-    scratch s;
-    scratch_init(&s);
+    const scratch *s = *state;
     geometry g = tiny(LMS_ARCH_QWEN2);
     static st_writer w;
     build_st(&w, &g, GGML_TYPE_F16, false);
-    write_st(s.dir, &w, 3);
-    write_config(s.dir, &g, true, "");
-    lms_model *m = load_ok(s.dir);
-    check_geometry(m, &g);
-    check_weights(m, &g);
+    lms_model *m = write_hf_and_load(s->dir, &w, &g, 3, true, "");
     assert_true(m->cfg.tied_embeddings);
     assert_ptr_equal(m->output, m->tok_embd);
     lms_model_free(m);
     sw_free(&w);
-    scratch_free(&s);
 }
 
 /* rope_freqs as llama.cpp's converter computes them, in double. */
@@ -850,9 +857,7 @@ static double llama3_factor(int i, int head_dim, double theta)
 
 static void test_hf_llama_llama3_rope_f32_in_place(void **state)
 {
-    (void)state;
-    scratch s;
-    scratch_init(&s);
+    const scratch *s = *state;
     geometry g = tiny(LMS_ARCH_LLAMA);
     g.head_dim = 64; /* enough frequencies to reach all three llama3 bands */
     g.heads = 1;
@@ -861,15 +866,12 @@ static void test_hf_llama_llama3_rope_f32_in_place(void **state)
     build_st(&w, &g, GGML_TYPE_F32, true);
     add_st_weight(&w, "model.layers.0.self_attn.rotary_emb.inv_freq", "inv_freq", 32, 1,
                   GGML_TYPE_F32);
-    write_st(s.dir, &w, 1);
-    write_config(s.dir, &g, false,
-                 ", \"rope_theta\": 500000.0, \"rope_scaling\": {\"rope_type\": \"llama3\", "
-                 "\"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
-                 "\"original_max_position_embeddings\": 8192}");
     size_t before = lms_alloc_current_bytes();
-    lms_model *m = load_ok(s.dir);
-    check_geometry(m, &g);
-    check_weights(m, &g);
+    lms_model *m = write_hf_and_load(
+        s->dir, &w, &g, 1, false,
+        ", \"rope_theta\": 500000.0, \"rope_scaling\": {\"rope_type\": \"llama3\", "
+        "\"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
+        "\"original_max_position_embeddings\": 8192}");
     assert_int_equal(m->cfg.rope_pairing, LMS_ROPE_NEOX);
     /* Only the 32 frequency factors were allocated: f32 stays in place. */
     assert_int_equal(lms_alloc_current_bytes() - before, 32 * sizeof(float));
@@ -882,7 +884,6 @@ static void test_hf_llama_llama3_rope_f32_in_place(void **state)
     assert_true(saw[0] && saw[1] && saw[2]);
     lms_model_free(m);
     sw_free(&w);
-    scratch_free(&s);
 }
 
 /* Writes a valid tiny qwen3 HF directory, applies edit, expects failure. */
@@ -987,12 +988,9 @@ static void test_hf_errors(void **state)
 
 static void test_missing_paths(void **state)
 {
-    (void)state;
+    const scratch *s = *state;
     expect_load_error("/nonexistent/model.gguf", LMS_ERR_IO, "/nonexistent/model.gguf");
-    scratch s;
-    scratch_init(&s);
-    expect_load_error(s.dir, LMS_ERR_IO, "config.json: No such file");
-    scratch_free(&s);
+    expect_load_error(s->dir, LMS_ERR_IO, "config.json: No such file");
     assert_string_equal(lms_arch_name(LMS_ARCH_QWEN2), "qwen2");
 }
 
@@ -1098,17 +1096,17 @@ static void test_maker_checkpoints_load_and_formats_agree(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gguf_qwen3_f32_used_in_place),
-        cmocka_unit_test(test_gguf_llama_converted_tied_with_rope_freqs),
-        cmocka_unit_test(test_conversion_stops_when_asked),
-        cmocka_unit_test(test_gguf_qwen2_biases_and_linear_rope),
-        cmocka_unit_test(test_gguf_mixed_block_types),
+        WITH_SCRATCH(test_gguf_qwen3_f32_used_in_place),
+        WITH_SCRATCH(test_gguf_llama_converted_tied_with_rope_freqs),
+        WITH_SCRATCH(test_conversion_stops_when_asked),
+        WITH_SCRATCH(test_gguf_qwen2_biases_and_linear_rope),
+        WITH_SCRATCH(test_gguf_mixed_block_types),
         cmocka_unit_test(test_gguf_errors),
-        cmocka_unit_test(test_hf_qwen3_bf16_single_file),
-        cmocka_unit_test(test_hf_qwen2_sharded_f16_tied),
-        cmocka_unit_test(test_hf_llama_llama3_rope_f32_in_place),
+        WITH_SCRATCH(test_hf_qwen3_bf16_single_file),
+        WITH_SCRATCH(test_hf_qwen2_sharded_f16_tied),
+        WITH_SCRATCH(test_hf_llama_llama3_rope_f32_in_place),
         cmocka_unit_test(test_hf_errors),
-        cmocka_unit_test(test_missing_paths),
+        WITH_SCRATCH(test_missing_paths),
         cmocka_unit_test(test_maker_checkpoints_load_and_formats_agree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

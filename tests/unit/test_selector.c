@@ -1,6 +1,7 @@
 /*
  * test_selector.c — the cost model's choices on the benchmark workloads of
- * docs/benchmarks.md (Qwen3-0.6B geometry), and its guards.
+ * docs/benchmarks.md, on the geometry make bench measures (the model maker's
+ * qwen3-0.6b preset), and its guards.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,19 +9,25 @@
 #include <cmocka.h>
 #include <stdlib.h>
 
+#include "make_model/mm_spec.h"
 #include "selector.h"
 
-static const lms_model_config QWEN3_06B = {
-    .arch = LMS_ARCH_QWEN3,
-    .n_layers = 28,
-    .d_model = 1024,
-    .n_heads = 16,
-    .n_kv_heads = 8,
-    .head_dim = 128,
-    .d_ff = 3072,
-    .vocab_size = 151936,
-    .context_length = 40960,
-};
+/* What the cost model reads of the model: its geometry. */
+static lms_model_config bench_geometry(void)
+{
+    mm_spec s;
+    lms_error err;
+    if (mm_spec_preset("qwen3-0.6b", &s, &err) != LMS_OK) fail_msg("%s", err.msg);
+    return (lms_model_config){.arch = LMS_ARCH_QWEN3,
+                              .n_layers = s.n_layers,
+                              .d_model = s.d_model,
+                              .n_heads = s.n_heads,
+                              .n_kv_heads = s.n_kv_heads,
+                              .head_dim = s.head_dim,
+                              .d_ff = s.d_ff,
+                              .vocab_size = s.vocab_size,
+                              .context_length = s.context_length};
+}
 
 static lms_algorithm pick(int32_t q, int32_t n, int32_t l, bool cached, int32_t dense_max)
 {
@@ -35,7 +42,8 @@ static lms_algorithm pick(int32_t q, int32_t n, int32_t l, bool cached, int32_t 
                          .dense_mask_max_tokens = dense_max,
                          .prefix_cached = cached};
     selector_choice ch;
-    selector_choose(&QWEN3_06B, &in, &ch);
+    const lms_model_config geometry = bench_geometry();
+    selector_choose(&geometry, &in, &ch);
     free(lens);
     return ch.best;
 }
