@@ -45,6 +45,19 @@ lms_status lms_file_map_open(const char *path, lms_file_map *map, lms_error *err
     return LMS_OK;
 }
 
+lms_status lms_file_map_parse(const char *path, lms_file_parser parse, void *out, lms_file_map *map,
+                              lms_error *err)
+{
+    lms_status st = lms_file_map_open(path, map, err);
+    if (st != LMS_OK) return st;
+    st = parse(map->data, map->size, out, err);
+    if (st != LMS_OK) {
+        lms_file_map_close(map);
+        lms_fail_context(err, "%s", path);
+    }
+    return st;
+}
+
 void lms_file_map_close(lms_file_map *map)
 {
     if (map->data) munmap((void *)map->data, map->size);

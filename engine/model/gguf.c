@@ -528,20 +528,18 @@ lms_status gguf_open_memory(const void *data, size_t size, gguf_file **out, lms_
     return LMS_OK;
 }
 
+static lms_status parse_mapping(const void *data, size_t size, void *out, lms_error *err)
+{
+    return gguf_open_memory(data, size, out, err);
+}
+
 lms_status gguf_open(const char *path, gguf_file **out, lms_error *err)
 {
     *out = NULL;
     lms_file_map map;
-    lms_status st = lms_file_map_open(path, &map, err);
-    if (st != LMS_OK) return st;
-    st = gguf_open_memory(map.data, map.size, out, err);
-    if (st != LMS_OK) {
-        lms_file_map_close(&map);
-        lms_fail_context(err, "%s", path);
-        return st;
-    }
-    (*out)->map = map;
-    return LMS_OK;
+    lms_status st = lms_file_map_parse(path, parse_mapping, out, &map, err);
+    if (st == LMS_OK) (*out)->map = map;
+    return st;
 }
 
 void gguf_close(gguf_file *f)

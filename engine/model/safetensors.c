@@ -303,20 +303,18 @@ lms_status safetensors_open_memory(const void *data, size_t size, safetensors_fi
     return LMS_OK;
 }
 
+static lms_status parse_mapping(const void *data, size_t size, void *out, lms_error *err)
+{
+    return safetensors_open_memory(data, size, out, err);
+}
+
 lms_status safetensors_open(const char *path, safetensors_file **out, lms_error *err)
 {
     *out = NULL;
     lms_file_map map;
-    lms_status st = lms_file_map_open(path, &map, err);
-    if (st != LMS_OK) return st;
-    st = safetensors_open_memory(map.data, map.size, out, err);
-    if (st != LMS_OK) {
-        lms_file_map_close(&map);
-        lms_fail_context(err, "%s", path);
-        return st;
-    }
-    (*out)->map = map;
-    return LMS_OK;
+    lms_status st = lms_file_map_parse(path, parse_mapping, out, &map, err);
+    if (st == LMS_OK) (*out)->map = map;
+    return st;
 }
 
 void safetensors_close(safetensors_file *f)
