@@ -13,16 +13,20 @@
 
 #include "lmscore.h"
 
+/* The options a test starts from and changes: the engine's defaults. */
+static inline lms_engine_options fixture_options(void)
+{
+    lms_engine_options o;
+    lms_engine_options_default(&o);
+    return o;
+}
+
 static inline lms_engine *fixture_open(const lms_engine_options *opt)
 {
     const char *dir = getenv("LMSCORE_BUILD_DIR");
     char path[4096];
     snprintf(path, sizeof path, "%s/models/tiny-qwen3.gguf", dir ? dir : "build");
-    lms_engine_options o;
-    if (opt)
-        o = *opt;
-    else
-        lms_engine_options_default(&o);
+    lms_engine_options o = opt ? *opt : fixture_options();
     lms_engine *e = NULL;
     lms_error err = {0};
     if (lms_engine_open(path, &o, &e, &err) != LMS_OK) {
@@ -38,7 +42,7 @@ typedef struct {
     int32_t *query;
     lms_tokens *items;
     int32_t **item_ids;
-    int32_t labels[4];
+    int32_t *labels; /* [4] */
 } fixture_request;
 
 static inline uint64_t fixture_rand(uint64_t *s)
@@ -48,11 +52,12 @@ static inline uint64_t fixture_rand(uint64_t *s)
 }
 
 /* Token ids avoid 0..99 so a delimiter chosen there never collides. */
-static inline void fixture_request_make(fixture_request *f, uint64_t seed, int32_t q, int32_t n,
-                                        int32_t min_len, int32_t max_len)
+static inline fixture_request fixture_request_make(uint64_t seed, int32_t q, int32_t n,
+                                                   int32_t min_len, int32_t max_len)
 {
-    memset(f, 0, sizeof *f);
+    fixture_request made = {0}, *f = &made;
     f->query = malloc((size_t)(q + 1) * sizeof(int32_t));
+    f->labels = malloc(4 * sizeof(int32_t));
     f->items = calloc((size_t)n + 1, sizeof(lms_tokens));
     f->item_ids = calloc((size_t)n + 1, sizeof(int32_t *));
     for (int32_t i = 0; i < q; i++)
@@ -75,6 +80,7 @@ static inline void fixture_request_make(fixture_request *f, uint64_t seed, int32
     f->req.n_items = n;
     f->req.label_ids = f->labels;
     f->req.n_labels = 4;
+    return made;
 }
 
 static inline void fixture_request_free(fixture_request *f)
@@ -84,6 +90,7 @@ static inline void fixture_request_free(fixture_request *f)
     free(f->item_ids);
     free(f->items);
     free(f->query);
+    free(f->labels);
 }
 
 static inline lms_score_result fixture_score(lms_engine *e, const lms_score_request *req,

@@ -49,8 +49,7 @@ static void test_deterministic_and_chunked(void **state)
     assert_non_null(e);
     assert_non_null(big);
     const int32_t n_items = 48;
-    fixture_request f;
-    fixture_request_make(&f, 9, 45, n_items, 0, 6);
+    fixture_request f = fixture_request_make(9, 45, n_items, 0, 6);
     const size_t n = (size_t)n_items * 4;
     size_t n_multi;
     const lms_algorithm *multi = fixture_multi_algorithms(&n_multi);
@@ -79,8 +78,7 @@ static void test_prefix_cache_reuses_the_query(void **state)
     (void)state;
     lms_engine *e = fixture_open(NULL);
     assert_non_null(e);
-    fixture_request f;
-    fixture_request_make(&f, 11, 200, 10, 1, 10);
+    fixture_request f = fixture_request_make(11, 200, 10, 1, 10);
     lms_score_result cold = fixture_score(e, &f.req, LMS_ALGO_PREFILL_EXTEND);
     lms_score_result warm = fixture_score(e, &f.req, LMS_ALGO_PREFILL_EXTEND);
     assert_int_equal(cold.cached_tokens, 0);

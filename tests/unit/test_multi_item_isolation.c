@@ -40,8 +40,7 @@ static void test_isolation_is_exact(void **state)
                 BLAS_THREADED_MNK);
     assert_true(omp_get_max_threads() >= 2);
 
-    fixture_request f;
-    fixture_request_make(&f, 5, 33, 30, 0, 20);
+    fixture_request f = fixture_request_make(5, 33, 30, 0, 20);
     const int32_t victim = 7;
     size_t n_multi;
     const lms_algorithm *multi = fixture_multi_algorithms(&n_multi);

@@ -47,9 +47,8 @@ static void test_segment_memory_is_linear(void **state)
     opt.prefix_cache_bytes = 0;
     lms_engine *e = fixture_open(&opt);
     assert_non_null(e);
-    fixture_request full, half;
-    fixture_request_make(&full, 5, 200, 40, 20, 780);
-    fixture_request_make(&half, 5, 200, 20, 20, 780);
+    fixture_request full = fixture_request_make(5, 200, 40, 20, 780);
+    fixture_request half = fixture_request_make(5, 200, 20, 20, 780);
     const double t = rows_of(&full.req), t_half = rows_of(&half.req);
     const double t2_bytes = t * t * sizeof(float);
     assert_true(t2_bytes > 1024.0 * 1024 * 1024);

@@ -48,8 +48,8 @@ static void test_algorithms_match_serial(void **state)
                                  {1, 1, 1, 5},     {7, 3, 0, 4},    {37, 20, 0, 50},
                                  {120, 64, 0, 12}, {500, 8, 1, 50}, {300, 12, 0, 30}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-        fixture_request f;
-        fixture_request_make(&f, 1000 + s, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3]);
+        fixture_request f =
+            fixture_request_make(1000 + s, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3]);
         char what[64];
         snprintf(what, sizeof what, "Q=%d N=%d", shapes[s][0], shapes[s][1]);
         f.req.apply_softmax = s == 2; /* softmax over labels is checked once */
@@ -68,8 +68,7 @@ static void test_delimited_matches_serial(void **state)
     opt.delimiter = 42;
     lms_engine *e = fixture_open(&opt);
     assert_non_null(e);
-    fixture_request f;
-    fixture_request_make(&f, 77, 60, 16, 0, 25);
+    fixture_request f = fixture_request_make(77, 60, 16, 0, 25);
     check_against_serial(e, &f.req, "delimited");
 
     /* and serial in delimited mode is serial on the explicit sequence */

@@ -29,8 +29,7 @@ static int teardown(void **state)
 static void test_softmax_and_exp(void **state)
 {
     (void)state;
-    fixture_request f;
-    fixture_request_make(&f, 21, 10, 5, 1, 6);
+    fixture_request f = fixture_request_make(21, 10, 5, 1, 6);
     lms_score_result raw = fixture_score(engine, &f.req, LMS_ALGO_SERIAL);
     f.req.apply_softmax = true;
     lms_score_result soft = fixture_score(engine, &f.req, LMS_ALGO_SERIAL);
@@ -61,8 +60,7 @@ static void test_empty_item_scores_at_query_end(void **state)
 {
     (void)state;
     for (int a = LMS_ALGO_SERIAL; a <= LMS_ALGO_PREFILL_EXTEND; a++) {
-        fixture_request f;
-        fixture_request_make(&f, 31, 12, 3, 0, 0);
+        fixture_request f = fixture_request_make(31, 12, 3, 0, 0);
         lms_score_result empty = fixture_score(engine, &f.req, (lms_algorithm)a);
         lms_score_request split = f.req;
         split.query.len = 11;
@@ -84,8 +82,7 @@ static void test_empty_item_scores_at_query_end(void **state)
 static void test_item_first(void **state)
 {
     (void)state;
-    fixture_request f;
-    fixture_request_make(&f, 41, 9, 4, 0, 7);
+    fixture_request f = fixture_request_make(41, 9, 4, 0, 7);
     f.req.item_first = true;
     lms_score_result r = fixture_score(engine, &f.req, LMS_ALGO_PACKED_SEGMENT);
     assert_non_null(r.scores);
@@ -107,13 +104,11 @@ static void test_item_first(void **state)
 
     /* batches are sized by whole sequences, query included (regression: an
      * item_first batch once overran its buffer by the query's length) */
-    lms_engine_options opt;
-    lms_engine_options_default(&opt);
+    lms_engine_options opt = fixture_options();
     opt.max_packed_tokens = 64;
     lms_engine *small = fixture_open(&opt);
     assert_non_null(small);
-    fixture_request g;
-    fixture_request_make(&g, 43, 30, 6, 20, 20);
+    fixture_request g = fixture_request_make(43, 30, 6, 20, 20);
     g.req.item_first = true;
     lms_score_result batched = fixture_score(small, &g.req, LMS_ALGO_AUTO);
     lms_score_result one_by_one = fixture_score(engine, &g.req, LMS_ALGO_AUTO);
@@ -129,8 +124,7 @@ static void test_item_first(void **state)
 static void test_empty_item_list(void **state)
 {
     (void)state;
-    fixture_request f;
-    fixture_request_make(&f, 51, 5, 0, 0, 0);
+    fixture_request f = fixture_request_make(51, 5, 0, 0, 0);
     lms_score_result r;
     lms_error err = {0};
     assert_int_equal(lms_engine_score(engine, &f.req, NULL, &r, &err), LMS_OK);
@@ -155,8 +149,7 @@ static void expect_rejected(lms_engine *e, const lms_score_request *req, const c
 static void test_validation_reasons(void **state)
 {
     (void)state;
-    fixture_request f;
-    fixture_request_make(&f, 61, 6, 3, 2, 4);
+    fixture_request f = fixture_request_make(61, 6, 3, 2, 4);
     lms_score_request r = f.req;
 
     r.n_labels = 0;
@@ -188,8 +181,7 @@ static void test_validation_reasons(void **state)
     f.items[2].len = 2;
     r.query.len = 6;
 
-    lms_engine_options opt;
-    lms_engine_options_default(&opt);
+    lms_engine_options opt = fixture_options();
     opt.max_items = 2;
     opt.max_sequence_tokens = 9;
     opt.delimiter = 42;
@@ -216,13 +208,11 @@ static void test_validation_reasons(void **state)
 static void test_dense_mask_guard(void **state)
 {
     (void)state;
-    lms_engine_options opt;
-    lms_engine_options_default(&opt);
+    lms_engine_options opt = fixture_options();
     opt.dense_mask_max_tokens = 64;
     lms_engine *e = fixture_open(&opt);
     assert_non_null(e);
-    fixture_request f;
-    fixture_request_make(&f, 71, 60, 2, 30, 30);
+    fixture_request f = fixture_request_make(71, 60, 2, 30, 30);
     lms_score_request r = f.req;
     r.algorithm = LMS_ALGO_PACKED_DENSE;
     lms_score_result res;
@@ -261,13 +251,11 @@ static int should_stop(void *ctx)
 static void test_streaming_and_cancellation(void **state)
 {
     (void)state;
-    lms_engine_options opt;
-    lms_engine_options_default(&opt);
+    lms_engine_options opt = fixture_options();
     opt.max_packed_tokens = 64; /* many batches */
     lms_engine *e = fixture_open(&opt);
     assert_non_null(e);
-    fixture_request f;
-    fixture_request_make(&f, 81, 20, 40, 0, 9);
+    fixture_request f = fixture_request_make(81, 20, 40, 0, 9);
     for (int a = LMS_ALGO_SERIAL; a <= LMS_ALGO_PREFILL_EXTEND; a++) {
         stream_state s = {0, 0, -1, 0};
         lms_score_hooks hooks = {on_items, should_stop, &s};
@@ -294,13 +282,11 @@ static void test_streaming_and_cancellation(void **state)
 static void test_session_batches(void **state)
 {
     (void)state;
-    lms_engine_options opt;
-    lms_engine_options_default(&opt);
+    lms_engine_options opt = fixture_options();
     opt.prefix_cache_bytes = 0; /* the session's pin alone keeps the KV */
     lms_engine *e = fixture_open(&opt);
     assert_non_null(e);
-    fixture_request f;
-    fixture_request_make(&f, 91, 50, 30, 0, 8);
+    fixture_request f = fixture_request_make(91, 50, 30, 0, 8);
     lms_score_result whole = fixture_score(e, &f.req, LMS_ALGO_SERIAL);
     assert_non_null(whole.scores);
     lms_score_session *s = NULL;
