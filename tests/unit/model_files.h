@@ -17,8 +17,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lmscore.h"
 #include "mf_gguf.h"
 #include "mf_safetensors.h"
+
+/* A reader's result on a private, exact-size copy of a file's bytes (ASan
+ * then catches any read past the end): f is the reader's handle, NULL after
+ * a failure. */
+typedef struct {
+    void *f;
+    unsigned char *copy;
+    lms_status st;
+    lms_error err;
+} opened;
+
+static inline unsigned char *exact_copy(const void *data, size_t len)
+{
+    unsigned char *copy = malloc(len ? len : 1);
+    assert_non_null(copy);
+    if (len) memcpy(copy, data, len);
+    return copy;
+}
 
 /* f32 -> f16 bits for values f16 holds exactly (zero or normal). */
 static inline uint16_t f16_bits_exact(float v)

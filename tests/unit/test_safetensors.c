@@ -18,22 +18,12 @@
 #include "safetensors.h"
 #include "model_files.h"
 
-/* A private, exact-size copy of the bytes, parsed, so ASan sees overreads. */
-typedef struct {
-    safetensors_file *f;
-    unsigned char *copy;
-    lms_status st;
-    lms_error err;
-} opened;
-
 static opened open_exact(const void *data, size_t len)
 {
-    opened o = {0};
-    o.copy = malloc(len ? len : 1);
-    assert_non_null(o.copy);
-    if (len) memcpy(o.copy, data, len);
-    o.f = (safetensors_file *)1;
-    o.st = safetensors_open_memory(len ? o.copy : NULL, len, &o.f, &o.err);
+    opened o = {.copy = exact_copy(data, len)};
+    safetensors_file *f = (safetensors_file *)1; /* must be reset to NULL on failure */
+    o.st = safetensors_open_memory(len ? o.copy : NULL, len, &f, &o.err);
+    o.f = f;
     return o;
 }
 
