@@ -1,8 +1,9 @@
 /*
- * rpc_score.c — Score, ScoreStream and ScoreItems: decode and check a
- * request on the CQ thread, queue its engine work to the pool (a full queue
- * is RESOURCE_EXHAUSTED), stream results with back-pressure, stop the work
- * when the call is cancelled or its deadline passes.
+ * rpc_score.c — Score, ScoreStream and ScoreItems: decode a request on the
+ * CQ thread and queue it to the pool (a full queue is RESOURCE_EXHAUSTED);
+ * on the worker, check and tokenize it and run the engine; stream results
+ * with back-pressure, stop the work when the call is cancelled or its
+ * deadline passes.
  *
  * ScoreItems runs its stream as a chain of jobs, one at a time: the header
  * (query and labels prepared, and the query prefilled once into an engine

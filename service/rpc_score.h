@@ -1,7 +1,8 @@
 /*
  * rpc_score.h — lmscore.v1.ScoreService's scoring RPCs: Score (unary),
  * ScoreStream (server streaming) and ScoreItems (bidirectional). Requests
- * are decoded and checked on the CQ thread, then scored on the worker pool.
+ * are decoded on the CQ thread, then checked, tokenized and scored on the
+ * worker pool.
  */
 #ifndef LMSCORED_RPC_SCORE_H
 #define LMSCORED_RPC_SCORE_H

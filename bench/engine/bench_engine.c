@@ -1,5 +1,5 @@
 /*
- * bench_engine — the engine benchmarks of `make bench` (issues 2 and 4):
+ * bench_engine — the engine benchmarks of `make bench` (docs/benchmarks.md):
  *
  *   1. OpenBLAS sgemm GFLOP/s at the model's projection shapes (the peak);
  *   2. the forward pass of one long sequence, as useful GFLOP/s and its ratio
@@ -39,7 +39,7 @@ typedef struct {
     int sgemm_reps;
     int n_workloads;
     workload workloads[4];
-    int contract;                  /* index of the workload the issue's targets apply to */
+    int contract;                  /* index of the workload the speed targets apply to */
     int32_t dense_mask_max_tokens; /* 0: the engine's default */
 } preset;
 

@@ -191,7 +191,7 @@ void report_forward(report *r, const forward_result *f)
             pct_cpu, (double)f->best.engine_peak_bytes / MIB, (double)f->best.peak_rss_bytes / MIB,
             run_cpu_share(&f->best));
     fprintf(r->md,
-            "### Forward pass (issue 2)\n\nOne %d-token sequence, serial, scored at its "
+            "### Forward pass\n\nOne %d-token sequence, serial, scored at its "
             "last row; %.1f useful GFLOP; best of %d runs (",
             f->tokens, f->useful_flops * 1e-9, f->n_reps);
     for (int i = 0; i < f->n_reps; i++)

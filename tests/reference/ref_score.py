@@ -1,4 +1,4 @@
-"""ref_score.py — the Score semantics of DESIGN.md on token ids, over RefModel.
+"""ref_score.py — the score semantics of docs/contract.md on token ids, over RefModel.
 
 For item i the sequence is query + item_i (item_i + query with item_first);
 lp[i][j] = log softmax(logits at the sequence's last position)[label_j] over
@@ -6,8 +6,9 @@ the whole vocabulary (an empty item therefore scores at the query's last
 token); scores = exp(lp) without apply_softmax, the softmax of lp[i][.] over
 the label set with it; items = [] gives [].
 
-`expected_error` names the DESIGN.md validation reason a token request must be
-rejected with (or None), for requests that break exactly one rule.
+`expected_error` names the validation reason of docs/contract.md a token
+request must be rejected with (or None), for requests that break exactly one
+rule.
 """
 
 import numpy as np

@@ -1,9 +1,9 @@
 """test_engine_vs_reference.py — the engine (through lmscore-local) against the
 numpy reference on the same checkpoint files, and the Score semantics and
-validation reasons of DESIGN.md as the CLI's JSON shows them.
+validation reasons of docs/contract.md as the CLI's JSON shows them.
 
-The gate (issue 2): for every tiny model the build made, at least 20 seeded
-random sequences of 1 to 300 tokens, max |Δ logprob| ≤ 1e-4 on the label ids
+The gate: for every tiny model the build made, at least 20 seeded random
+sequences of 1 to 300 tokens, max |Δ logprob| ≤ 1e-4 on the label ids
 (random ids across the whole vocabulary plus each sequence's argmax).
 """
 

@@ -1,6 +1,6 @@
 /*
- * test_score.c — the Score contract of DESIGN.md on the engine API: result
- * semantics (apply_softmax, empty item, item_first, empty list), every
+ * test_score.c — the score contract (docs/contract.md) on the engine API:
+ * result semantics (apply_softmax, empty item, item_first, empty list), every
  * validation reason with its field, streaming callbacks and cancellation.
  */
 #include <setjmp.h>
@@ -102,8 +102,8 @@ static void test_item_first(void **state)
     }
     lms_score_result_free(&r);
 
-    /* batches are sized by whole sequences, query included (regression: an
-     * item_first batch once overran its buffer by the query's length) */
+    /* item_first batches are sized by whole sequences, query included: sized
+     * by the items alone, a batch would overrun its buffer by the query */
     lms_engine_options opt = fixture_options();
     opt.max_packed_tokens = 64;
     lms_engine *small = fixture_open(&opt);
