@@ -26,13 +26,9 @@ typedef enum {
 typedef struct {
     char name[64]; /* general.name; also names the files in the build */
     mm_arch arch;
-    int32_t n_layers;
-    int32_t d_model;
-    int32_t n_heads;
-    int32_t n_kv_heads;
-    int32_t head_dim;
-    int32_t d_ff;
-    int32_t vocab_size; /* embedding rows; 0 = the tokenizer's token count */
+    int32_t n_layers, d_model, d_ff;       /* transformer blocks, hidden and FFN widths */
+    int32_t n_heads, n_kv_heads, head_dim; /* attention heads (query, key/value), width */
+    int32_t vocab_size;                    /* embedding rows; 0 = the tokenizer's token count */
     int32_t context_length;
     double rms_eps;
     double rope_theta;
