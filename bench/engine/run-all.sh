@@ -8,7 +8,8 @@
 # 2. bench/tokenizer/run.sh BUILD_DIR, if it exists;
 # 3. bench/service/run.sh BUILD_DIR, if it exists;
 # 4. bench/sizing/run.sh BUILD_DIR (the replica sizing of docs/deployment.md);
-# 5. bench/lm_head/run.sh BUILD_DIR (the LM head against an sgemm head).
+# 5. bench/lm_head/run.sh BUILD_DIR (the LM head against an sgemm head);
+# 6. bench/metrics/run.sh BUILD_DIR (the Prometheus endpoint under load).
 # Each part's output is also kept in RESULTS_DIR/<part>.log. A failing part
 # does not stop the others; the exit status says whether any failed.
 # BENCH_ENGINE_ARGS (environment) is passed to bench_engine, e.g.
