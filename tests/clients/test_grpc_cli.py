@@ -1,6 +1,7 @@
 """test_grpc_cli.py — docs/clients.md's grpc_cli commands, run as written
 (127.0.0.1:50051 replaced by a real lmscored) with the real grpc_cli, built
-from Debian's grpc source package by build_grpc_cli.sh into the build tree;
+from Debian's grpc source package by build_grpc_cli.sh once per machine and
+version (kept in ~/.cache/lmscore/grpc_cli-VERSION/);
 and what the docs say about it: a bidi call's messages need a blank line
 after each, and with TLS a private CA reaches grpc_cli only through
 GRPC_DEFAULT_SSL_ROOTS_FILE_PATH (it has no CA flag).
@@ -20,9 +21,20 @@ SOURCE = os.environ["LMSCORE_SOURCE_DIR"]
 DOC_TARGET = "127.0.0.1:50051"
 
 
+def tool_cache():
+    """Where the built grpc_cli is kept for later build trees on this machine
+    (its build takes minutes): $LMSCORE_TOOL_CACHE, else ~/.cache/lmscore."""
+    return os.environ.get("LMSCORE_TOOL_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "lmscore")
+
+
 @pytest.fixture(scope="module")
 def grpc_cli():
-    prefix = os.path.join(build_dir(), "grpc_cli")
+    version = subprocess.run(["dpkg-query", "-W", "-f=${source:Version}", "libgrpc++-dev"],
+                             capture_output=True, text=True).stdout.strip()
+    if not version:
+        pytest.skip("libgrpc++-dev is not installed (scripts/install-deps.sh --test)")
+    prefix = os.path.join(tool_cache(), f"grpc_cli-{version}")
     built = subprocess.run(["sh", os.path.join(SOURCE, "tests", "clients", "build_grpc_cli.sh"),
                             prefix], capture_output=True, text=True, timeout=1200)
     if built.returncode != 0:
