@@ -19,16 +19,6 @@ SOURCE_DIR = os.environ.get(
     "LMSCORE_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
-def pytest_sessionfinish(session, exitstatus):
-    """Where ctest asks for it (LMSCORE_SKIP_RETURN_CODE), a run that skipped
-    everything exits with that code, so ctest reports the suite as skipped
-    rather than passed."""
-    code = os.environ.get("LMSCORE_SKIP_RETURN_CODE")
-    stats = session.config.pluginmanager.get_plugin("terminalreporter").stats
-    if code and exitstatus == 0 and stats.get("skipped") and not stats.get("passed"):
-        session.exitstatus = int(code)
-
-
 def _required_env(name):
     value = os.environ.get(name)
     if not value:
