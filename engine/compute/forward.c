@@ -7,18 +7,19 @@
  *               h = rmsnorm(x); x += (silu(h·Wgᵀ) ⊙ h·Wuᵀ)·Wdᵀ
  *   score rows: rmsnorm → LM head → log-softmax → label columns (lm_head.c)
  *
- * Every projection is one sgemm over all rows of the batch. The per-row
- * loops run under OpenMP; OpenBLAS (OpenMP flavour) shares the same pool.
+ * Every projection is one tiled product over all rows of the batch
+ * (matmul.h). The per-row loops run under OpenMP; OpenBLAS (OpenMP flavour)
+ * shares the same pool.
  */
 #include "forward.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <omp.h>
 #include <string.h>
 
 #include "alloc.h"
 #include "lm_head.h"
+#include "matmul.h"
 #include "vec.h"
 
 /* Below this many elements a loop runs on one thread: an OpenMP region costs
@@ -27,10 +28,11 @@
 #define PARALLEL_IF(rows, width) if ((int64_t)(rows) * (width) >= PARALLEL_MIN_ELEMENTS)
 
 /* y[rows × n] (=|+=) x[rows × k] · W[n × k]ᵀ */
-static void project(const float *x, int32_t rows, int32_t k, const float *w, int32_t n, float beta,
-                    float *y)
+static void project(const forward_tuning *tune, const float *x, int32_t rows, int32_t k,
+                    const float *w, int32_t n, matmul_mode mode, float *y)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, k, 1.0f, x, k, w, k, beta, y, n);
+    const matmul_weight mw = {n, k, w};
+    matmul(&mw, x, rows, mode, y, tune->block_rows);
 }
 
 static void add_bias(float *y, int32_t rows, const float *bias, int32_t n)
@@ -120,9 +122,9 @@ lms_status forward_run(const lms_model *m, const forward_tuning *tune, const for
         }
         const lms_layer_weights *w = &m->layers[l];
         rmsnorm_rows(h, x, t, w->attn_norm, d, c->rms_eps);
-        project(h, t, d, w->wq, qd, 0.0f, q);
-        project(h, t, d, w->wk, kvd, 0.0f, k);
-        project(h, t, d, w->wv, kvd, 0.0f, v);
+        project(tune, h, t, d, w->wq, qd, MATMUL_STORE, q);
+        project(tune, h, t, d, w->wk, kvd, MATMUL_STORE, k);
+        project(tune, h, t, d, w->wv, kvd, MATMUL_STORE, v);
         add_bias(q, t, w->bq, qd);
         add_bias(k, t, w->bk, kvd);
         add_bias(v, t, w->bv, kvd);
@@ -135,15 +137,15 @@ lms_status forward_run(const lms_model *m, const forward_tuning *tune, const for
         }
         attn_run(plan, q, k, v, cached ? kv_prefix_k(b->cached, l) : NULL,
                  cached ? kv_prefix_v(b->cached, l) : NULL, att);
-        project(att, t, qd, w->wo, d, 1.0f, x);
+        project(tune, att, t, qd, w->wo, d, MATMUL_ACCUMULATE, x);
 
         rmsnorm_rows(h, x, t, w->ffn_norm, d, c->rms_eps);
-        project(h, t, d, w->w_gate, ff, 0.0f, gate);
-        project(h, t, d, w->w_up, ff, 0.0f, up);
+        project(tune, h, t, d, w->w_gate, ff, MATMUL_STORE, gate);
+        project(tune, h, t, d, w->w_up, ff, MATMUL_STORE, up);
 #pragma omp parallel for PARALLEL_IF(t, ff * 4)
         for (int32_t r = 0; r < t; r++)
             vec_swiglu(gate + (size_t)r * ff, up + (size_t)r * ff, (size_t)ff);
-        project(gate, t, ff, w->w_down, d, 1.0f, x);
+        project(tune, gate, t, ff, w->w_down, d, MATMUL_ACCUMULATE, x);
     }
     if (b->capture) {
         b->capture->len = b->layout.prefix_rows;

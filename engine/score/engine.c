@@ -10,6 +10,7 @@
 
 #include "blas_probe.h"
 #include "gguf.h"
+#include "matmul.h"
 #include "tokenizer.h"
 
 static const char *const ALGORITHM_NAMES[] = {
@@ -114,16 +115,26 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
     }
 
     const int32_t qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
-    /* The projections (rows of any count) and the attention products over
+    /* The projections' tiles (matmul.h: rows of any count, a full column
+     * tile and the last, narrower one) and the attention products over
      * shared keys (always blas_block_rows rows; short and long key runs, as
      * OpenBLAS switches kernels on size). */
-    const blas_probe_shape shapes[] = {
-        {c->d_model, qd, 1, 0},      {c->d_model, kvd, 1, 0},     {qd, c->d_model, 1, 0},
-        {c->d_model, c->d_ff, 1, 0}, {c->d_ff, c->d_model, 1, 0}, {c->head_dim, 8, 1, 1},
-        {c->head_dim, 64, 1, 1},     {c->head_dim, 700, 1, 1},    {8, c->head_dim, 0, 1},
-        {64, c->head_dim, 0, 1},     {700, c->head_dim, 0, 1},
+    blas_probe_shape shapes[16] = {
+        {c->head_dim, 8, 1, 1}, {c->head_dim, 64, 1, 1}, {c->head_dim, 700, 1, 1},
+        {8, c->head_dim, 0, 1}, {64, c->head_dim, 0, 1}, {700, c->head_dim, 0, 1},
     };
-    st = blas_row_period(shapes, (int)(sizeof shapes / sizeof *shapes), &e->row_period, err);
+    int n_shapes = 6;
+    const int32_t projections[5][2] = {
+        {c->d_model, qd},      {c->d_model, kvd},     {qd, c->d_model},
+        {c->d_model, c->d_ff}, {c->d_ff, c->d_model},
+    };
+    for (int i = 0; i < 5; i++) {
+        const int32_t k = projections[i][0], n = projections[i][1];
+        shapes[n_shapes++] = (blas_probe_shape){k, n < MATMUL_COL_TILE ? n : MATMUL_COL_TILE, 1, 0};
+        if (n > MATMUL_COL_TILE && n % MATMUL_COL_TILE)
+            shapes[n_shapes++] = (blas_probe_shape){k, n % MATMUL_COL_TILE, 1, 0};
+    }
+    st = blas_row_period(shapes, n_shapes, &e->row_period, err);
     if (st != LMS_OK) goto fail;
     e->tune.block_rows = blas_block_rows(e->row_period);
 
