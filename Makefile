@@ -1,11 +1,12 @@
 # lmscore — thin wrapper over CMake.
 #   make run    install missing Debian packages, build, make the demo model, serve on :50051
-#   make test   the whole test suite, built with clang + ASan/UBSan (+ libFuzzer targets)
+#   make test   the whole test suite, built with gcc + ASan/UBSan (libFuzzer targets: clang)
 #   make bench  the benchmarks (release build); results go to docs/benchmarks.md by hand
 #   make image  the container image with podman (--format docker), from Debian base images
 #               made with debootstrap; EXTRA_CA=FILE... for a TLS-intercepting proxy's CA
 BUILD      ?= build
 TEST_BUILD ?= build-test
+FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 LISTEN     ?= 0.0.0.0:50051
 MODEL      ?= $(BUILD)/models/tiny-qwen3.gguf
@@ -35,8 +36,11 @@ run: models
 	exec $(BUILD)/service/lmscored --model $(MODEL) --listen $(LISTEN)
 
 test: test-deps
-	CC=clang cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DLMSCORE_SANITIZE=ON -DLMSCORE_FUZZ=ON >/dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	CC=gcc cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DLMSCORE_SANITIZE=ON -DLMSCORE_FUZZ_DIR=$(abspath $(FUZZ_BUILD)) >/dev/null
 	cmake --build $(TEST_BUILD) -j $(JOBS)
 	cmake --build $(TEST_BUILD) --target models
 	cd $(TEST_BUILD) && OMP_WAIT_POLICY=passive ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
@@ -58,4 +62,4 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(TEST_BUILD)
+	rm -rf $(BUILD) $(TEST_BUILD) $(FUZZ_BUILD)

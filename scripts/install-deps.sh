@@ -6,7 +6,7 @@
 #   scripts/install-deps.sh --test   also the test/bench deps
 set -eu
 
-# libomp-14-dev: clang's omp.h (clang builds link libgomp, but the header is LLVM's).
+# clang builds the fuzzers; libomp-14-dev is its omp.h (the fuzz tree links libgomp).
 BUILD="gcc g++ clang libomp-14-dev cmake make pkg-config git ca-certificates
  libgrpc-dev protobuf-compiler protobuf-c-compiler libprotobuf-c-dev
  libopenblas-openmp-dev libsystemd-dev libpcre2-dev libjson-c-dev libutf8proc-dev
