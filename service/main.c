@@ -161,27 +161,27 @@ static lms_status load_model(const lmscored_config *cfg, lms_engine **out, lms_e
     return LMS_OK;
 }
 
-/* Waits for SIGTERM or SIGINT, ticking systemd meanwhile. */
-static void serve_until_signal(const sigset_t *signals, systemd_notifier *sd, worker_pool *workers)
+/* Waits for SIGTERM or SIGINT, ticking systemd meanwhile; returns it. */
+static int serve_until_signal(const sigset_t *signals, systemd_notifier *sd, worker_pool *workers)
 {
     for (;;) {
         int64_t tick = systemd_tick_ms(sd);
         struct timespec timeout = {tick / 1000, (tick % 1000) * 1000000};
         int sig = sigtimedwait(signals, NULL, &timeout);
-        if (sig == SIGTERM || sig == SIGINT) {
-            log_record r;
-            log_begin(&r, LOG_INFO, "signal received: draining");
-            log_str(&r, "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-            log_end(&r);
-            return;
-        }
+        if (sig == SIGTERM || sig == SIGINT) return sig;
         systemd_tick(sd, workers);
     }
 }
 
-static void drain(service *svc, health *h, server *srv, systemd_notifier *sd)
+/* The log line comes after the phase changes: once it is written, every new
+ * call is refused (tests and operators wait for it). */
+static void drain(service *svc, int sig, health *h, server *srv, systemd_notifier *sd)
 {
     atomic_store(&svc->phase, PHASE_DRAINING);
+    log_record r;
+    log_begin(&r, LOG_INFO, "signal received: draining");
+    log_str(&r, "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    log_end(&r);
     health_set_serving(h, false);
     systemd_stopping();
     int64_t deadline = monotonic_ms() + svc->cfg->drain_timeout_ms;
@@ -191,7 +191,6 @@ static void drain(service *svc, health *h, server *srv, systemd_notifier *sd)
     }
     int32_t left = metrics_scoring_calls_in_flight();
     if (left > 0) {
-        log_record r;
         log_begin(&r, LOG_WARNING, "drain timeout: cancelling the calls still running");
         log_int(&r, "calls", left);
         log_end(&r);
@@ -286,8 +285,8 @@ static int run(const lmscored_config *cfg, const sigset_t *signals)
             health_set_serving(h, true);
             systemd_ready(&sd);
             log_msg(LOG_INFO, "serving");
-            serve_until_signal(signals, &sd, svc.workers);
-            drain(&svc, h, srv, &sd);
+            int sig = serve_until_signal(signals, &sd, svc.workers);
+            drain(&svc, sig, h, srv, &sd);
         }
         metrics_http_stop(metrics);
         metrics = NULL;
