@@ -4,7 +4,8 @@
  *
  *   lmscore-local --model PATH --request FILE|- [--algorithm NAME]
  *                 [--delimiter ID] [--max-packed-tokens N] [--repeat N]
- *                 [--prefix-cache-mib N]
+ *                 [--prefix-cache-mib N] [--precision auto|f32|bf16|int8]
+ *                 [--isa auto|avx2]
  *
  * The request is JSON: {"query": [ids] | "text", "items": [[ids] | "text",
  * ...], "label_token_ids": [ids] (or "label_texts": ["text", ...]),
@@ -36,7 +37,9 @@ static int usage(void)
     fprintf(stderr, "usage: lmscore-local --model PATH --request FILE|- [--algorithm "
                     "auto|serial|packed_dense|packed_segment|prefill_extend]\n"
                     "                     [--delimiter ID] [--max-packed-tokens N] [--repeat N]\n"
-                    "                     [--prefix-cache-mib N]\n"
+                    "                     [--prefix-cache-mib N] [--precision auto|f32|bf16|int8]\n"
+                    "                     [--isa auto|avx2]\n"
+                    "--isa avx2 runs the AVX2 kernels even where AVX-512 is present.\n"
                     "--repeat N scores the request N times and reports the last run's seconds\n"
                     "(with a prefix cache large enough for the query, runs after the first are\n"
                     "warm).\n");
@@ -194,8 +197,10 @@ static json_object *matrix(const float *x, int32_t rows, int32_t cols)
     return a;
 }
 
-static void print_result(const lms_score_result *r, double seconds)
+static void print_result(const lms_engine *engine, const lms_score_result *r, double seconds)
 {
+    lms_model_info mi;
+    lms_engine_model_info(engine, &mi);
     json_object *o = json_object_new_object();
     json_object_object_add(o, "scores", matrix(r->scores, r->n_items, r->n_labels));
     json_object_object_add(o, "logprobs", matrix(r->logprobs, r->n_items, r->n_labels));
@@ -206,6 +211,9 @@ static void print_result(const lms_score_result *r, double seconds)
     json_object_object_add(o, "computed_tokens", json_object_new_int64(r->computed_tokens));
     json_object_object_add(o, "cached_tokens", json_object_new_int64(r->cached_tokens));
     json_object_object_add(o, "seconds", json_object_new_double(seconds));
+    json_object_object_add(o, "precision", json_object_new_string(mi.precision));
+    json_object_object_add(o, "precision_reason", json_object_new_string(mi.precision_reason));
+    json_object_object_add(o, "kernels", json_object_new_string(mi.kernels));
     /* %.9g round-trips a float exactly */
     json_c_set_serialization_double_format("%.9g", JSON_C_OPTION_GLOBAL);
     puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
@@ -214,7 +222,7 @@ static void print_result(const lms_score_result *r, double seconds)
 
 int main(int argc, char **argv)
 {
-    const char *model = NULL, *request = NULL, *algorithm = NULL;
+    const char *model = NULL, *request = NULL, *algorithm = NULL, *precision = NULL;
     int repeat = 1;
     lms_engine_options opt;
     lms_engine_options_default(&opt);
@@ -239,10 +247,18 @@ int main(int argc, char **argv)
             repeat = atoi(val);
         else if (!strcmp(a, "--prefix-cache-mib"))
             opt.prefix_cache_bytes = (size_t)strtoull(val, NULL, 10) << 20;
+        else if (!strcmp(a, "--precision"))
+            precision = val;
+        else if (!strcmp(a, "--isa") && (!strcmp(val, "auto") || !strcmp(val, "avx2")))
+            opt.avx2_only = !strcmp(val, "avx2");
         else
             return usage();
     }
     if (!model || !request || repeat < 1) return usage();
+    if (precision && !lms_precision_parse(precision, &opt.precision)) {
+        fprintf(stderr, "lmscore-local: unknown precision '%s'\n", precision);
+        return 1;
+    }
     if (algorithm && !lms_algorithm_parse(algorithm, &opt.algorithm)) {
         fprintf(stderr, "lmscore-local: unknown algorithm '%s'\n", algorithm);
         return 1;
@@ -275,7 +291,7 @@ int main(int argc, char **argv)
             if (lms_engine_score(engine, &req, NULL, &res, &err) != LMS_OK) rc = print_error(&err);
             dt = monotonic_seconds() - t0;
         }
-        if (rc == 0) print_result(&res, dt);
+        if (rc == 0) print_result(engine, &res, dt);
     }
     lms_score_result_free(&res);
     for (int32_t i = 0; i < p.n_owned; i++)

@@ -34,8 +34,8 @@ static int sgemm_head(const lms_model *m, const float *x, int32_t n, const int32
     const int32_t d = c->d_model, v = c->vocab_size;
     for (int32_t i = 0; i < n; i++)
         vec_rmsnorm(h + (size_t)i * d, x + (size_t)i * d, m->output_norm, d, c->rms_eps);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, v, d, 1.0f, h, d, m->output, d, 0.0f,
-                logits, v);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, v, d, 1.0f, h, d, m->output.f32, d,
+                0.0f, logits, v);
 #pragma omp parallel for if (n > 1)
     for (int32_t i = 0; i < n; i++) {
         float *l = logits + (size_t)i * v;
@@ -59,7 +59,10 @@ int main(int argc, char **argv)
     const int reps = argc == 3 ? atoi(argv[2]) : 10;
     lms_engine *e;
     lms_error err = {0};
-    if (lms_engine_open(argv[1], NULL, &e, &err) != LMS_OK) {
+    lms_engine_options opt;
+    lms_engine_options_default(&opt);
+    opt.precision = LMS_PRECISION_F32; /* the f32 head against sgemm */
+    if (lms_engine_open(argv[1], &opt, &e, &err) != LMS_OK) {
         fprintf(stderr, "bench_lm_head: %s\n", err.msg);
         return 1;
     }
@@ -87,7 +90,8 @@ int main(int argc, char **argv)
         double best_head = INFINITY, best_sgemm = INFINITY;
         for (int r = 0; r <= reps; r++) { /* rep 0 warms up */
             double t0 = monotonic_seconds();
-            if (lm_head_label_logprobs(m, x, NULL, n, labels, 3, out_head, &err) != LMS_OK) {
+            if (lm_head_label_logprobs(m, &e->tune.matmul, x, NULL, n, labels, 3, out_head, &err) !=
+                LMS_OK) {
                 fprintf(stderr, "bench_lm_head: %s\n", err.msg);
                 return 1;
             }

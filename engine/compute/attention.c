@@ -1,25 +1,26 @@
 /*
  * attention.c — segment-aware attention (see attention.h), block by block
- * over a plan (attention_plan.h). For a block and one query head the work is:
+ * over a plan (attention_plan.h). Per layer:
  *
- *   S_shared = Q_block · [K_cached; K_prefix]ᵀ      one sgemm over all rows
- *   S_own    = Q_piece · K_ownᵀ                      one sgemm per piece
- *   softmax over each row's visible scores
- *   O_block  = P_shared · V_shared + P_own · V_own
+ *   1. Kᵀ of every key (cached rows, then the batch's) packed in panels of
+ *      32 keys per KV head, so that a row's scores over any run of keys are
+ *      the f32 kernel's (kernels.h): score = chain of fmas over head_dim.
+ *   2. Per block and query head, per piece of rows: the scores over the
+ *      shared keys (cached and prefix) and over the piece's own keys, laid
+ *      out in key order in one row; scaled by 1/sqrt(head_dim); masked to
+ *      the keys the row sees; softmax (vec.h: its sum's order is fixed by
+ *      the layout); then the output, the chain of fmas over the row's keys
+ *      in the same order — cached values, prefix values, own values, each
+ *      run resuming the chain.
  *
- * so no row ever touches a key it cannot see, and memory is O(block × keys)
- * per thread, never O(T²). Blocks run in parallel (OpenMP), each calling
- * single-threaded sgemm. Items stay bit-exact across batches because every
- * block starts at a row that is a multiple of the BLAS row period and its
- * own-key sgemms depend only on the item itself.
- *
- * The dense-mask mode is the baseline the design asks for: it materialises
- * the T×T visibility mask and computes every score through it with
- * deterministic dot products (position-invariant by construction).
+ * No row touches a key it cannot see, memory is O(rows × keys) per thread,
+ * never O(T²), and the blocks run in parallel (OpenMP). The dense-mask mode
+ * is the baseline the design asks for: the T×T visibility mask, every score
+ * of a row computed, then the visible ones gathered in key order — the same
+ * layout, so the same bits as the segment mode.
  */
 #include "attention.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -34,130 +35,143 @@ typedef struct {
     float scale;
 } attn_io;
 
+/* Kᵀ of KV head g, panel p: keys [32p, 32p + 32) (cached rows first, then
+ * the batch; zeros past the last key). */
+static void pack_keys(const attn_plan *p, const attn_io *io, int32_t g, int32_t panel)
+{
+    const int32_t hd = p->geo.head_dim, c = p->cached, n = c + p->n_rows;
+    float *dst = p->keys_t + ((size_t)g * p->key_panels + panel) * hd * 32;
+    for (int32_t j = 0; j < 32; j++) {
+        const int32_t key = panel * 32 + j;
+        const float *src = key < c   ? io->ck + (size_t)key * io->kv_stride + (size_t)g * hd
+                           : key < n ? io->k + (size_t)(key - c) * io->kv_stride + (size_t)g * hd
+                                     : NULL;
+        for (int32_t d = 0; d < hd; d++)
+            dst[(size_t)d * 32 + j] = src ? src[d] : 0.0f;
+    }
+}
+
+/* The f32 kernel over rows [0, n_rows) of x (row i at x + i·ldx), in
+ * groups of the kernel's rows per call: y row i at y + i·ldy. */
+static void kernel_rows(const attn_plan *p, const float *x, size_t ldx, int32_t n_rows, int32_t k,
+                        const float *w, size_t ldw, float *y, size_t ldy, int32_t n_cols,
+                        bool resume)
+{
+    const int32_t per_call = p->geo.f32_rows;
+    for (int32_t r = 0; r < n_rows; r += per_call) {
+        const float *rows[16];
+        for (int32_t i = 0; i < per_call; i++)
+            rows[i] = x + (size_t)(r + i < n_rows ? r + i : n_rows - 1) * ldx;
+        const int32_t n = n_rows - r < per_call ? n_rows - r : per_call;
+        p->geo.f32(rows, k, w, ldw, y + (size_t)r * ldy, ldy, n, n_cols, resume);
+    }
+}
+
+/* s[i][j] = q_i · key (first + j) for rows i < n_rows and keys j < n_keys,
+ * key first a multiple of 32 (a panel boundary). */
+static void scores(const attn_plan *p, const float *q, size_t ldq, int32_t n_rows, int32_t g,
+                   int32_t first, int32_t n_keys, float *s, size_t lds)
+{
+    const int32_t hd = p->geo.head_dim;
+    for (int32_t j = 0; j < n_keys; j += 32) {
+        const float *panel = p->keys_t + ((size_t)g * p->key_panels + (first + j) / 32) * hd * 32;
+        kernel_rows(p, q, ldq, n_rows, hd, panel, 32, s + j, lds, n_keys - j < 32 ? n_keys - j : 32,
+                    false);
+    }
+}
+
+/* out rows (+= in the chain) P · V over n_keys keys whose values start at
+ * v: resumes each output element's chain when resume. */
+static void weighted_values(const attn_plan *p, const attn_io *io, const float *prob, size_t ldp,
+                            int32_t n_rows, int32_t n_keys, const float *v, float *out, bool resume)
+{
+    const int32_t hd = p->geo.head_dim;
+    for (int32_t c = 0; c < hd; c += 32)
+        kernel_rows(p, prob, ldp, n_rows, n_keys, v + c, (size_t)io->kv_stride, out + c,
+                    (size_t)io->q_stride, hd - c < 32 ? hd - c : 32, resume);
+}
+
+/* Softmax in place over the first `visible` of a row's scores (already
+ * scaled); the rest of the row's n entries become 0. */
+static void softmax_visible(float *s, int32_t visible, int32_t n)
+{
+    const float mx = vec_max(s, visible);
+    const double sum = vec_exp_shifted(s, visible, mx);
+    vec_scale(s, visible, (float)(1.0 / sum));
+    memset(s + visible, 0, (size_t)(n - visible) * sizeof *s);
+}
+
+/* The outputs of rows [a, a + n_rows) of head h from their probabilities:
+ * the first n_shared columns for the cached then prefix keys, then n_own
+ * columns for the batch keys from own0. */
+static void attend(const attn_plan *p, const attn_io *io, int32_t h, int32_t g, int32_t a,
+                   int32_t n_rows, const float *prob, size_t ldp, int32_t n_prefix, int32_t own0,
+                   int32_t n_own)
+{
+    const int32_t c = p->cached, hd = p->geo.head_dim;
+    float *out = io->out + (size_t)a * io->q_stride + (size_t)h * hd;
+    const size_t kv_off = (size_t)g * hd;
+    if (c) weighted_values(p, io, prob, ldp, n_rows, c, io->cv + kv_off, out, false);
+    if (n_prefix)
+        weighted_values(p, io, prob + c, ldp, n_rows, n_prefix, io->v + kv_off, out, c > 0);
+    if (n_own)
+        weighted_values(p, io, prob + c + n_prefix, ldp, n_rows, n_own,
+                        io->v + (size_t)own0 * io->kv_stride + kv_off, out, c + n_prefix > 0);
+}
+
 /* One block, one query head h (kv head g), segment mode. */
 static void block_head_segment(const attn_plan *p, const attn_block *blk, const attn_io *io,
                                int32_t h, int32_t g, float *scratch)
 {
-    /* Every product over the shared keys has exactly mc rows, whatever the
-     * block holds: OpenBLAS picks kernels by shape, so a call whose row count
-     * followed the items would round an item differently when another item
-     * changes length. Rows past the block are read (the q buffer has mc
-     * spare rows) and ignored. */
-    const int32_t hd = p->geo.head_dim, mc = p->geo.block_rows;
-    const int32_t n_sh = p->cached + blk->shared;
-    const float *qb = io->q + (size_t)blk->r0 * io->q_stride + (size_t)h * hd;
-    float *s_sh = scratch;                  /* [mc × n_sh] */
-    float *o_sh = s_sh + (size_t)mc * n_sh; /* [mc × hd] */
-    float *s_own = o_sh + (size_t)mc * hd;  /* per piece [rows × own keys] */
-    const size_t kv_off = (size_t)g * hd;
-
+    const int32_t hd = p->geo.head_dim, c = p->cached, n_sh = c + blk->shared;
     for (int32_t r = blk->r0; r < blk->r1; r++)
         memset(io->out + (size_t)r * io->q_stride + (size_t)h * hd, 0, hd * sizeof(float));
-    if (p->cached)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mc, p->cached, hd, io->scale, qb,
-                    io->q_stride, io->ck + kv_off, io->kv_stride, 0.0f, s_sh, n_sh);
-    if (blk->shared)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mc, blk->shared, hd, io->scale, qb,
-                    io->q_stride, io->k + kv_off, io->kv_stride, 0.0f, s_sh + p->cached, n_sh);
-
-    /* Rows that belong to no piece (alignment padding, rows past the block)
-     * must not contribute: their shared scores are zeroed. */
-    int32_t next = 0;
-    size_t own_at = 0;
     for (int32_t pi = blk->first_piece; pi < blk->end_piece; pi++) {
         const attn_piece *pc = &p->pieces[pi];
-        for (; next < pc->a - blk->r0 && n_sh; next++)
-            memset(s_sh + (size_t)next * n_sh, 0, n_sh * sizeof(float));
-        next = pc->b - blk->r0;
         const int32_t rows = pc->b - pc->a, n_own = pc->b - pc->own0;
-        float *so = s_own + own_at;
-        own_at += (size_t)rows * n_own;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n_own, hd, io->scale,
-                    io->q + (size_t)pc->a * io->q_stride + (size_t)h * hd, io->q_stride,
-                    io->k + (size_t)pc->own0 * io->kv_stride + kv_off, io->kv_stride, 0.0f, so,
-                    n_own);
+        const int32_t own_first = (c + pc->own0) / 32 * 32, skew = c + pc->own0 - own_first;
+        const size_t ld = (size_t)(n_sh + n_own), ld_own = (size_t)(skew + n_own + 31) / 32 * 32;
+        float *s = scratch, *own = scratch + (size_t)rows * ld;
+        const float *q = io->q + (size_t)pc->a * io->q_stride + (size_t)h * hd;
+        scores(p, q, (size_t)io->q_stride, rows, g, 0, n_sh, s, ld);
+        scores(p, q, (size_t)io->q_stride, rows, g, own_first, skew + n_own, own, ld_own);
         for (int32_t i = 0; i < rows; i++) {
-            float *sh = s_sh + (size_t)(pc->a - blk->r0 + i) * n_sh;
-            float *own = so + (size_t)i * n_own;
-            int32_t visible = pc->a + i - pc->own0 + 1;
-            float mx = vec_max(own, visible);
-            float mx_sh = vec_max(sh, n_sh);
-            if (mx_sh > mx) mx = mx_sh;
-            double sum = vec_exp_shifted(sh, n_sh, mx) + vec_exp_shifted(own, visible, mx);
-            float inv = (float)(1.0 / sum);
-            vec_scale(sh, n_sh, inv);
-            vec_scale(own, visible, inv);
-            memset(own + visible, 0, (size_t)(n_own - visible) * sizeof(float));
+            float *row = s + (size_t)i * ld;
+            memcpy(row + n_sh, own + (size_t)i * ld_own + skew, (size_t)n_own * sizeof *row);
+            const int32_t visible = n_sh + pc->a + i - pc->own0 + 1;
+            vec_scale(row, visible, io->scale);
+            softmax_visible(row, visible, (int32_t)ld);
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hd, n_own, 1.0f, so, n_own,
-                    io->v + (size_t)pc->own0 * io->kv_stride + kv_off, io->kv_stride, 1.0f,
-                    io->out + (size_t)pc->a * io->q_stride + (size_t)h * hd, io->q_stride);
-    }
-    if (!n_sh) return;
-    for (; next < mc; next++)
-        memset(s_sh + (size_t)next * n_sh, 0, n_sh * sizeof(float));
-    if (p->cached)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mc, hd, p->cached, 1.0f, s_sh, n_sh,
-                    io->cv + kv_off, io->kv_stride, 0.0f, o_sh, hd);
-    if (blk->shared)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mc, hd, blk->shared, 1.0f,
-                    s_sh + p->cached, n_sh, io->v + kv_off, io->kv_stride, p->cached ? 1.0f : 0.0f,
-                    o_sh, hd);
-    for (int32_t pi = blk->first_piece; pi < blk->end_piece; pi++)
-        for (int32_t r = p->pieces[pi].a; r < p->pieces[pi].b; r++)
-            vec_add(io->out + (size_t)r * io->q_stride + (size_t)h * hd,
-                    o_sh + (size_t)(r - blk->r0) * hd, hd);
-}
-
-/* Kᵀ of kv head g over all keys (cached, then batch): [head_dim × keys], so
- * that a row's scores are head_dim axpys along the keys — vectorised across
- * keys, and each score still the same sequence of operations wherever its
- * key sits. */
-static void transpose_keys(const attn_plan *p, const attn_io *io, int32_t g, float *kt)
-{
-    const int32_t hd = p->geo.head_dim, c = p->cached, n = c + p->n_rows;
-    for (int32_t j = 0; j < n; j++) {
-        const float *kj =
-            (j < c ? io->ck + (size_t)j * io->kv_stride : io->k + (size_t)(j - c) * io->kv_stride) +
-            (size_t)g * hd;
-        for (int32_t d = 0; d < hd; d++)
-            kt[(size_t)d * n + j] = kj[d];
+        attend(p, io, h, g, pc->a, rows, s, ld, blk->shared, pc->own0, n_own);
     }
 }
 
-/* One block, one head, through the materialised mask: every score of the
- * row is computed, then masked. */
+/* One block, one head, through the materialised mask: every score of a row
+ * over all keys, then its visible ones gathered in key order. */
 static void block_head_dense(const attn_plan *p, const attn_block *blk, const attn_io *io,
-                             int32_t h, int32_t g, const float *kt, float *s)
+                             int32_t h, int32_t g, float *scratch)
 {
     const int32_t hd = p->geo.head_dim, t = p->n_rows, c = p->cached, n = c + t;
-    for (int32_t r = blk->r0; r < blk->r1; r++) {
-        const float *qr = io->q + (size_t)r * io->q_stride + (size_t)h * hd;
-        float *orow = io->out + (size_t)r * io->q_stride + (size_t)h * hd;
-        const uint8_t *mrow = p->mask + (size_t)r * t;
-        memset(s, 0, (size_t)n * sizeof(float));
-        for (int32_t d = 0; d < hd; d++)
-            vec_axpy(s, qr[d], kt + (size_t)d * n, n);
-        int any = 0;
-        for (int32_t j = 0; j < n; j++) {
-            int visible = j < c || mrow[j - c];
-            any |= visible && j >= c;
-            s[j] = visible ? s[j] * io->scale : -INFINITY;
+    const int32_t rows = blk->r1 - blk->r0;
+    float *s = scratch, *compact = scratch + (size_t)rows * n;
+    const float *q = io->q + (size_t)blk->r0 * io->q_stride + (size_t)h * hd;
+    scores(p, q, (size_t)io->q_stride, rows, g, 0, n, s, (size_t)n);
+    for (int32_t i = 0; i < rows; i++) {
+        float *row = s + (size_t)i * n;
+        const uint8_t *mask = p->mask + (size_t)(blk->r0 + i) * t;
+        int32_t visible = 0;
+        for (int32_t j = 0; j < n; j++)
+            if (j < c || mask[j - c]) compact[visible++] = row[j];
+        if (visible == c) { /* a padding row: it sees no row of the batch */
+            memset(row, 0, (size_t)n * sizeof *row);
+            continue;
         }
-        memset(orow, 0, hd * sizeof(float));
-        if (!any) continue; /* a padding row */
-        double sum = vec_exp_shifted(s, n, vec_max(s, n));
-        vec_scale(s, n, (float)(1.0 / sum));
-        /* A masked key's probability is exactly 0 and adding ±0 to an
-         * accumulator that starts at +0 never changes it: skipping those keys
-         * gives the same bits as summing over all of them. */
-        for (int32_t j = 0; j < n; j++) {
-            if (s[j] == 0.0f) continue;
-            const float *vj = j < c ? io->cv + (size_t)j * io->kv_stride
-                                    : io->v + (size_t)(j - c) * io->kv_stride;
-            vec_axpy(orow, s[j], vj + (size_t)g * hd, hd);
-        }
+        vec_scale(compact, visible, io->scale);
+        softmax_visible(compact, visible, visible);
+        for (int32_t j = 0, next = 0; j < n; j++)
+            row[j] = j < c || mask[j - c] ? compact[next++] : 0.0f;
     }
+    attend(p, io, h, g, blk->r0, rows, s, (size_t)n, 0, 0, t);
 }
 
 void attn_run(const attn_plan *p, const float *q, const float *k, const float *v, const float *ck,
@@ -176,25 +190,21 @@ void attn_run(const attn_plan *p, const float *q, const float *k, const float *v
         .kv_stride = geo->n_kv_heads * geo->head_dim,
         .scale = 1.0f / sqrtf((float)geo->head_dim),
     };
+    const int64_t n_panels = (int64_t)geo->n_kv_heads * p->key_panels;
+#pragma omp parallel for schedule(static) num_threads(p->n_threads)
+    for (int64_t w = 0; w < n_panels; w++)
+        pack_keys(p, &io, (int32_t)(w / p->key_panels), (int32_t)(w % p->key_panels));
     const size_t per_thread = p->scratch_floats;
     const int64_t n_work = (int64_t)p->n_blocks * geo->n_kv_heads;
-    /* Always inside a parallel region, however small the batch: OpenBLAS
-     * runs single-threaded there, and a threaded call of the same shape can
-     * round differently (seen with the Haswell kernel at 384 rows), so going
-     * parallel only above some total work would let the other items decide
-     * how an item's shared-key products are computed. */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(p->n_threads)
     for (int64_t w = 0; w < n_work; w++) {
         const attn_block *blk = &p->blocks[w / geo->n_kv_heads];
         const int32_t g = (int32_t)(w % geo->n_kv_heads);
         float *mine = p->scratch + (size_t)omp_get_thread_num() * per_thread;
-        if (p->mask) {
-            float *kt = mine + (size_t)(p->cached + p->n_rows);
-            transpose_keys(p, &io, g, kt);
-            for (int32_t h = g * group; h < (g + 1) * group; h++)
-                block_head_dense(p, blk, &io, h, g, kt, mine);
-        } else {
-            for (int32_t h = g * group; h < (g + 1) * group; h++)
+        for (int32_t h = g * group; h < (g + 1) * group; h++) {
+            if (p->mask)
+                block_head_dense(p, blk, &io, h, g, mine);
+            else
                 block_head_segment(p, blk, &io, h, g, mine);
         }
     }

@@ -12,6 +12,14 @@
  * One segment and no prefix is a plain causal sequence; no prefix and many
  * segments is a batch of independent sequences; a prefix and many segments is
  * a packed multi-item request; cached rows and segments are an extend.
+ *
+ * A row's output is one fixed function of its query and of the keys and
+ * values it sees, in their order (cached, prefix, own): every score the same
+ * chain of fused multiply-adds over head_dim, the softmax over the row's
+ * visible scores laid out in that order, the output the chain of fused
+ * multiply-adds over those keys. However a batch is cut — serial sequences,
+ * packs, an extend over cached rows, the dense mask — a row with the same
+ * inputs gets the same bits.
  */
 #ifndef LMS_ATTENTION_H
 #define LMS_ATTENTION_H
@@ -20,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels.h"
 #include "lmscore.h"
 
 typedef struct {
@@ -33,7 +42,9 @@ typedef struct {
 
 typedef struct {
     int32_t n_heads, n_kv_heads, head_dim;
-    int32_t block_rows; /* rows of every shared-key product: blas_block_rows(period) */
+    int32_t block_rows; /* rows per block of work */
+    f32_kernel_fn *f32; /* the products' kernel (kernels.h) */
+    int32_t f32_rows;   /* its rows per call */
 } attn_geometry;
 
 typedef struct attn_plan attn_plan;
@@ -46,8 +57,7 @@ lms_status attn_plan_create(const attn_layout *layout, const attn_geometry *geo,
 void attn_plan_free(attn_plan *plan);
 
 /* out[r] = attention of q[r] over the visible keys. q and out are
- * [n_rows × n_heads*head_dim], and q has block_rows more readable rows past
- * n_rows (their values do not matter); k, v are [n_rows × n_kv_heads*head_dim];
+ * [n_rows × n_heads*head_dim]; k, v are [n_rows × n_kv_heads*head_dim];
  * ck, cv are the cached rows (cached_rows × kv_dim, may be NULL when 0).
  * Uses the plan's scratch: one attn_run per plan at a time. */
 void attn_run(const attn_plan *plan, const float *q, const float *k, const float *v,

@@ -66,13 +66,16 @@ static void build_mask(attn_plan *p, const attn_layout *l)
         }
 }
 
-/* Floats of scratch one thread needs: the dense mode's score row and Kᵀ, or
- * the segment mode's block scores. */
+/* Floats of scratch one thread needs (attention.c): the dense mode's block
+ * of score rows over every key and one compacted row, or the segment mode's
+ * piece of score rows (shared then own keys) and its own-key products
+ * (whole panels of 32 keys). */
 static size_t thread_scratch_floats(const attn_plan *p)
 {
-    const size_t mc = (size_t)p->geo.block_rows, hd = (size_t)p->geo.head_dim;
-    if (p->mask) return (size_t)(p->cached + p->n_rows) * (1 + hd);
-    return mc * ((size_t)p->max_shared + hd) + (size_t)p->max_rows * (size_t)p->max_own_keys;
+    const size_t keys = (size_t)(p->cached + p->n_rows);
+    if (p->mask) return (size_t)p->geo.block_rows * keys + keys;
+    const size_t rows = (size_t)p->max_rows, own = (size_t)p->max_own_keys;
+    return rows * ((size_t)p->max_shared + own) + rows * (own + 64);
 }
 
 /* Allocates the threads' scratch and hands the plan out, or frees it. Once
@@ -84,7 +87,10 @@ static lms_status finish_plan(attn_plan *p, attn_plan **out, lms_error *err)
     p->n_threads = omp_get_max_threads();
     p->scratch_floats = thread_scratch_floats(p);
     p->scratch = lms_alloc((size_t)p->n_threads * p->scratch_floats * sizeof(float));
-    if (!p->scratch) {
+    p->key_panels = (p->cached + p->n_rows + 31) / 32;
+    p->keys_t =
+        lms_alloc((size_t)p->geo.n_kv_heads * p->key_panels * p->geo.head_dim * 32 * sizeof(float));
+    if (!p->scratch || !p->keys_t) {
         attn_plan_free(p);
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for attention scratch");
     }
@@ -173,5 +179,6 @@ void attn_plan_free(attn_plan *p)
     free(p->pieces);
     lms_free(p->mask);
     lms_free(p->scratch);
+    lms_free(p->keys_t);
     free(p);
 }

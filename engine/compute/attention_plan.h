@@ -44,6 +44,8 @@ struct attn_plan {
     int32_t max_own_keys; /* widest own-key span */
     int32_t max_shared;   /* most shared keys (cached included) */
     uint8_t *mask;        /* dense mode: [n_rows × n_rows], 1 = visible */
+    int32_t key_panels;   /* panels of 32 keys over the cached and batch rows */
+    float *keys_t;        /* [n_kv_heads × key_panels × head_dim × 32]: Kᵀ by panel */
     int n_threads;
     size_t scratch_floats; /* per thread */
     float *scratch;        /* [n_threads × scratch_floats], reused by every layer */

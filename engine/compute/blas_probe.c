@@ -3,7 +3,7 @@
  *
  * For a candidate period P, a reference block of 2P rows is computed alone and
  * then again inside larger calls at offsets that are multiples of P (both with
- * beta = 0 and beta = 1, as the forward pass uses both); every copy must match
+ * beta = 0 and beta = 1, as the projections use both); every copy must match
  * the reference bit for bit.
  */
 #include "blas_probe.h"
@@ -34,43 +34,28 @@ static void fill(float *x, size_t n, uint64_t seed)
 static void gemm(int m, const blas_probe_shape *s, const float *a, const float *b, float beta,
                  float *c)
 {
-    if (s->b_rows_are_n)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, s->n, s->k, 1.0f, a, s->k, b, s->k,
-                    beta, c, s->n);
-    else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, s->n, s->k, 1.0f, a, s->k, b,
-                    s->n, beta, c, s->n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, s->n, s->k, 1.0f, a, s->k, b, s->k,
+                beta, c, s->n);
 }
 
 /* Does period p hold for shape s? a holds enough rows, c has room for them.
- * A reference block of rows is computed at one offset of a call, then
- * again at other offsets that are multiples of p: in calls of several row
- * counts, or, for fixed_rows shapes, of exactly blas_block_rows(p) rows. */
+ * A reference block of 2p rows is computed alone, then again at other
+ * offsets that are multiples of p, in calls of several row counts. */
 static int period_holds(int32_t p, const blas_probe_shape *s, const float *a, const float *b,
                         const float *c_init, float *ref, float *c)
 {
-    const size_t fixed = (size_t)blas_block_rows(p);
-    /* a fixed-size call holds as few as one period of reference rows */
-    const size_t ref_rows = s->fixed_rows ? (size_t)p : 2 * (size_t)p;
+    const size_t ref_rows = 2 * (size_t)p;
     /* (offset of the reference block inside the call, rows in the call) */
-    size_t layouts[4][2] = {{p, 4 * (size_t)p},
-                            {3 * (size_t)p, 5 * (size_t)p},
-                            {0, 9 * (size_t)p},
-                            {6 * (size_t)p, 8 * (size_t)p}};
-    if (s->fixed_rows) {
-        size_t offsets[4] = {0, p, fixed / 2 / p * p, fixed - ref_rows};
-        for (int l = 0; l < 4; l++) {
-            layouts[l][0] = offsets[l] + ref_rows <= fixed ? offsets[l] : fixed - ref_rows;
-            layouts[l][1] = fixed;
-        }
-    }
-    const size_t base = s->fixed_rows ? fixed : 6 * (size_t)p; /* reference rows start here */
+    const size_t layouts[4][2] = {{p, 4 * (size_t)p},
+                                  {3 * (size_t)p, 5 * (size_t)p},
+                                  {0, 9 * (size_t)p},
+                                  {6 * (size_t)p, 8 * (size_t)p}};
+    const size_t base = 6 * (size_t)p; /* reference rows start here */
     for (int beta_one = 0; beta_one <= 1; beta_one++) {
         float beta = beta_one ? 1.0f : 0.0f;
         size_t ref_bytes = ref_rows * s->n * sizeof(float);
-        size_t ref_call = s->fixed_rows ? fixed : ref_rows;
-        memcpy(ref, c_init + base * s->n, ref_call * s->n * sizeof(float));
-        gemm((int)ref_call, s, a + base * s->k, b, beta, ref);
+        memcpy(ref, c_init + base * s->n, ref_bytes);
+        gemm((int)ref_rows, s, a + base * s->k, b, beta, ref);
         for (size_t l = 0; l < 4; l++) {
             size_t off = layouts[l][0], rows = layouts[l][1];
             size_t first = base - off;
@@ -90,11 +75,8 @@ lms_status blas_row_period(const blas_probe_shape *shapes, int n_shapes, int32_t
         if (shapes[i].k > kmax) kmax = shapes[i].k;
         if (shapes[i].n > nmax) nmax = shapes[i].n;
     }
-    /* the most rows a layout reads: 15p, or two fixed blocks and two periods */
-    const size_t pmax = (size_t)CANDIDATES[N_CANDIDATES - 1];
-    const size_t varied_rows = 15 * pmax;
-    const size_t block_layout_rows = 2 * (size_t)blas_block_rows((int32_t)pmax) + 2 * pmax;
-    const size_t max_rows = varied_rows > block_layout_rows ? varied_rows : block_layout_rows;
+    /* the most rows a layout reads: 15p */
+    const size_t max_rows = 15 * (size_t)CANDIDATES[N_CANDIDATES - 1];
     float *a = lms_alloc(max_rows * kmax * sizeof(float));
     float *b = lms_alloc((size_t)nmax * kmax * sizeof(float));
     float *c_init = lms_alloc(max_rows * nmax * sizeof(float));

@@ -27,14 +27,6 @@
 #define PARALLEL_MIN_ELEMENTS    65536
 #define PARALLEL_IF(rows, width) if ((int64_t)(rows) * (width) >= PARALLEL_MIN_ELEMENTS)
 
-/* y[rows × n] (=|+=) x[rows × k] · W[n × k]ᵀ */
-static void project(const forward_tuning *tune, const float *x, int32_t rows, int32_t k,
-                    const float *w, int32_t n, matmul_mode mode, float *y)
-{
-    const matmul_weight mw = {n, k, w};
-    matmul(&mw, x, rows, mode, y, tune->block_rows);
-}
-
 static void add_bias(float *y, int32_t rows, const float *bias, int32_t n)
 {
     if (!bias) return;
@@ -87,22 +79,24 @@ lms_status forward_run(const lms_model *m, const forward_tuning *tune, const for
     const int32_t qd = c->n_heads * hd, kvd = c->n_kv_heads * hd, ff = c->d_ff;
     const int32_t cached = b->cached ? b->cached->len : 0;
 
-    attn_geometry geo = {c->n_heads, c->n_kv_heads, hd, tune->block_rows};
+    attn_geometry geo = {c->n_heads,       c->n_kv_heads,    hd,
+                         tune->block_rows, tune->matmul.f32, tune->matmul.f32_rows};
     attn_plan *plan = NULL;
     lms_status st = attn_plan_create(&b->layout, &geo, cached, &plan, err);
     if (st != LMS_OK) return st;
 
     float *x = lms_alloc((size_t)t * d * sizeof(float));
     float *h = lms_alloc((size_t)t * d * sizeof(float));
-    /* attention reads block_rows rows past the batch (attention.h) */
-    float *q = lms_calloc((size_t)(t + tune->block_rows) * qd, sizeof(float));
+    float *q = lms_alloc((size_t)t * qd * sizeof(float));
     float *att = lms_alloc((size_t)t * qd * sizeof(float));
     float *k = lms_alloc((size_t)t * kvd * sizeof(float));
     float *v = lms_alloc((size_t)t * kvd * sizeof(float));
     float *gate = lms_alloc((size_t)t * ff * sizeof(float));
     float *up = lms_alloc((size_t)t * ff * sizeof(float));
+    const int32_t widest = ff > qd ? (ff > d ? ff : d) : (qd > d ? qd : d);
+    matmul_scratch *scratch = matmul_scratch_create(t, widest);
     float inv_freq[512];
-    if (!x || !h || !q || !att || !k || !v || !gate || !up) {
+    if (!x || !h || !q || !att || !k || !v || !gate || !up || !scratch) {
         st = lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for a %d-row forward pass", t);
         goto out;
     }
@@ -113,8 +107,9 @@ lms_status forward_run(const lms_model *m, const forward_tuning *tune, const for
     }
 #pragma omp parallel for PARALLEL_IF(t, d)
     for (int32_t r = 0; r < t; r++)
-        memcpy(x + (size_t)r * d, m->tok_embd + (size_t)b->tokens[r] * d, d * sizeof(float));
+        lms_weights_row(&m->tok_embd, b->tokens[r], x + (size_t)r * d);
 
+    const matmul_config *mm = &tune->matmul;
     for (int32_t l = 0; l < c->n_layers; l++) {
         if (b->should_stop && b->should_stop(b->stop_ctx)) {
             st = lms_fail(err, LMS_ERR_CANCELLED, NULL, NULL, "cancelled");
@@ -122,9 +117,9 @@ lms_status forward_run(const lms_model *m, const forward_tuning *tune, const for
         }
         const lms_layer_weights *w = &m->layers[l];
         rmsnorm_rows(h, x, t, w->attn_norm, d, c->rms_eps);
-        project(tune, h, t, d, w->wq, qd, MATMUL_STORE, q);
-        project(tune, h, t, d, w->wk, kvd, MATMUL_STORE, k);
-        project(tune, h, t, d, w->wv, kvd, MATMUL_STORE, v);
+        matmul(mm, &w->wq, h, t, MATMUL_STORE, q, scratch);
+        matmul(mm, &w->wk, h, t, MATMUL_STORE, k, scratch);
+        matmul(mm, &w->wv, h, t, MATMUL_STORE, v, scratch);
         add_bias(q, t, w->bq, qd);
         add_bias(k, t, w->bk, kvd);
         add_bias(v, t, w->bv, kvd);
@@ -137,25 +132,26 @@ lms_status forward_run(const lms_model *m, const forward_tuning *tune, const for
         }
         attn_run(plan, q, k, v, cached ? kv_prefix_k(b->cached, l) : NULL,
                  cached ? kv_prefix_v(b->cached, l) : NULL, att);
-        project(tune, att, t, qd, w->wo, d, MATMUL_ACCUMULATE, x);
+        matmul(mm, &w->wo, att, t, MATMUL_ACCUMULATE, x, scratch);
 
         rmsnorm_rows(h, x, t, w->ffn_norm, d, c->rms_eps);
-        project(tune, h, t, d, w->w_gate, ff, MATMUL_STORE, gate);
-        project(tune, h, t, d, w->w_up, ff, MATMUL_STORE, up);
+        matmul(mm, &w->w_gate, h, t, MATMUL_STORE, gate, scratch);
+        matmul(mm, &w->w_up, h, t, MATMUL_STORE, up, scratch);
 #pragma omp parallel for PARALLEL_IF(t, ff * 4)
         for (int32_t r = 0; r < t; r++)
             vec_swiglu(gate + (size_t)r * ff, up + (size_t)r * ff, (size_t)ff);
-        project(tune, gate, t, ff, w->w_down, d, MATMUL_ACCUMULATE, x);
+        matmul(mm, &w->w_down, gate, t, MATMUL_ACCUMULATE, x, scratch);
     }
     if (b->capture) {
         b->capture->len = b->layout.prefix_rows;
         memcpy(b->capture->last_hidden, x + (size_t)(b->layout.prefix_rows - 1) * d,
                (size_t)d * sizeof(float));
     }
-    st = lm_head_label_logprobs(m, x, b->score_rows, b->n_score_rows, b->labels, b->n_labels,
+    st = lm_head_label_logprobs(m, mm, x, b->score_rows, b->n_score_rows, b->labels, b->n_labels,
                                 b->label_logprobs, err);
 out:
     attn_plan_free(plan);
+    matmul_scratch_free(scratch);
     lms_free(x);
     lms_free(h);
     lms_free(q);

@@ -13,6 +13,7 @@
 
 #include "attention.h"
 #include "kv_prefix.h"
+#include "matmul.h"
 #include "model.h"
 #include "lmscore.h"
 
@@ -34,7 +35,8 @@ typedef struct {
 } forward_batch;
 
 typedef struct {
-    int32_t block_rows; /* rows of every shared-key attention product (blas_probe.h) */
+    int32_t block_rows;   /* rows of every shared-key attention product (blas_probe.h) */
+    matmul_config matmul; /* the projections' kernels and row tile */
 } forward_tuning;
 
 lms_status forward_run(const lms_model *m, const forward_tuning *tune, const forward_batch *b,

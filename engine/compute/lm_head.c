@@ -166,22 +166,29 @@ LMS_HOT static void block_logits(const float *h, int32_t n, const float *w, int3
  * each row's softmax max and sum per vocabulary block. */
 typedef struct {
     float *h;          /* [chunk × d] */
+    matmul_scratch *q; /* h quantised, for a Q8 head */
     float *logits;     /* [threads × chunk × VOCAB_BLOCK] */
     float *block_max;  /* [chunk × n_blocks] */
     double *block_sum; /* [chunk × n_blocks] */
 } head_scratch;
 
 /* Label log-probs of the n rows in s->h: out[i × n_labels + j]. */
-static void score_chunk(const lms_model *m, head_scratch *s, int32_t n, const int32_t *labels,
-                        int32_t n_labels, float *out)
+static void score_chunk(const lms_model *m, const matmul_config *mm, head_scratch *s, int32_t n,
+                        const int32_t *labels, int32_t n_labels, float *out)
 {
+    const lms_weights *head = &m->output;
     const int32_t d = m->cfg.d_model, vocab = m->cfg.vocab_size;
     const int32_t n_blocks = (vocab + VOCAB_BLOCK - 1) / VOCAB_BLOCK;
+    matmul_input in;
+    matmul_prepare(mm, head, s->h, n, s->q, &in);
 #pragma omp parallel for schedule(static)
     for (int32_t b = 0; b < n_blocks; b++) {
         const int32_t v0 = b * VOCAB_BLOCK, nv = min_i32(VOCAB_BLOCK, vocab - v0);
         float *lg = s->logits + (size_t)omp_get_thread_num() * n * VOCAB_BLOCK;
-        block_logits(s->h, n, m->output + (size_t)v0 * d, nv, d, lg);
+        if (head->format == LMS_WEIGHTS_F32)
+            block_logits(s->h, n, head->f32 + (size_t)v0 * d, nv, d, lg);
+        else
+            matmul_block(mm, head, &in, 0, n, v0, v0 + nv, lg, VOCAB_BLOCK, MATMUL_STORE);
         for (int32_t i = 0; i < n; i++) {
             float *row = lg + (size_t)i * VOCAB_BLOCK;
             for (int32_t j = 0; j < n_labels; j++)
@@ -205,9 +212,9 @@ static void score_chunk(const lms_model *m, head_scratch *s, int32_t n, const in
     }
 }
 
-lms_status lm_head_label_logprobs(const lms_model *m, const float *x, const int32_t *rows,
-                                  int32_t n_rows, const int32_t *labels, int32_t n_labels,
-                                  float *out, lms_error *err)
+lms_status lm_head_label_logprobs(const lms_model *m, const matmul_config *mm, const float *x,
+                                  const int32_t *rows, int32_t n_rows, const int32_t *labels,
+                                  int32_t n_labels, float *out, lms_error *err)
 {
     const lms_model_config *c = &m->cfg;
     const int32_t d = c->d_model, n_blocks = (c->vocab_size + VOCAB_BLOCK - 1) / VOCAB_BLOCK;
@@ -221,9 +228,10 @@ lms_status lm_head_label_logprobs(const lms_model *m, const float *x, const int3
         .logits = lms_alloc(threads * chunk * VOCAB_BLOCK * sizeof(float)),
         .block_max = lms_alloc((size_t)chunk * n_blocks * sizeof(float)),
         .block_sum = lms_alloc((size_t)chunk * n_blocks * sizeof(double)),
+        .q = matmul_scratch_create(chunk, d),
     };
     lms_status st = LMS_OK;
-    if (!s.h || !s.logits || !s.block_max || !s.block_sum) {
+    if (!s.h || !s.logits || !s.block_max || !s.block_sum || !s.q) {
         st = lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for the LM head");
         goto out;
     }
@@ -233,12 +241,13 @@ lms_status lm_head_label_logprobs(const lms_model *m, const float *x, const int3
             int32_t row = rows ? rows[s0 + i] : s0 + i;
             vec_rmsnorm(s.h + (size_t)i * d, x + (size_t)row * d, m->output_norm, d, c->rms_eps);
         }
-        score_chunk(m, &s, n, labels, n_labels, out + (size_t)s0 * n_labels);
+        score_chunk(m, mm, &s, n, labels, n_labels, out + (size_t)s0 * n_labels);
     }
 out:
     lms_free(s.h);
     lms_free(s.logits);
     lms_free(s.block_max);
     lms_free(s.block_sum);
+    matmul_scratch_free(s.q);
     return st;
 }

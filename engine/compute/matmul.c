@@ -5,28 +5,165 @@
 
 #include <cblas.h>
 #include <omp.h>
+#include <stdlib.h>
+
+#include "alloc.h"
+
+/* Below this many elements x is quantised on one thread. */
+#define QUANTIZE_PARALLEL_MIN 65536
+
+struct matmul_scratch {
+    int8_t *codes;
+    float *scales;
+    int32_t *comp;
+};
+
+void matmul_config_init(matmul_config *cfg, const lms_cpu_features *cpu, bool avx2_only,
+                        int32_t row_tile)
+{
+    *cfg = (matmul_config){.row_tile = row_tile,
+                           .f32_tier = "generic",
+                           .f32 = f32_kernel_generic,
+                           .f32_rows = F32_ROWS_GENERIC};
+    if (!cpu->avx2) return;
+    const bool avx512 = cpu->avx512 && !avx2_only;
+    const bool vnni = cpu->avx512_vnni && !avx2_only;
+    cfg->f32_tier = avx512 ? "avx512" : "avx2";
+    cfg->f32 = avx512 ? f32_kernel_avx512 : f32_kernel_avx2;
+    cfg->f32_rows = avx512 ? F32_ROWS_AVX512 : F32_ROWS_AVX2;
+    cfg->w16_tier = avx512 ? "avx512" : "avx2";
+    cfg->w16 = avx512 ? w16_kernel_avx512 : w16_kernel_avx2;
+    cfg->w16_rows = avx512 ? W16_ROWS_AVX512 : W16_ROWS_AVX2;
+    cfg->q8_tier = vnni ? "avx512-vnni" : "avx2";
+    cfg->q8 = vnni ? q8_kernel_avx512_vnni : q8_kernel_avx2;
+    cfg->q8_rows = vnni ? Q8_ROWS_AVX512 : Q8_ROWS_AVX2;
+    cfg->q8_quantize = avx512 ? q8_quantize_avx512 : q8_quantize_avx2;
+}
+
+matmul_scratch *matmul_scratch_create(int32_t rows, int32_t max_k)
+{
+    matmul_scratch *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    const size_t blocks = (size_t)rows * ((max_k + LMS_Q8_BLOCK - 1) / LMS_Q8_BLOCK);
+    s->codes = lms_alloc(blocks * 2 * LMS_Q8_BLOCK);
+    s->scales = lms_alloc(blocks * sizeof *s->scales);
+    s->comp = lms_alloc(blocks * sizeof *s->comp);
+    if (!s->codes || !s->scales || !s->comp) {
+        matmul_scratch_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void matmul_scratch_free(matmul_scratch *s)
+{
+    if (!s) return;
+    lms_free(s->codes);
+    lms_free(s->scales);
+    lms_free(s->comp);
+    free(s);
+}
+
+void matmul_prepare(const matmul_config *cfg, const lms_weights *w, const float *x, int32_t rows,
+                    matmul_scratch *s, matmul_input *in)
+{
+    *in = (matmul_input){.x = x, .rows = rows, .k = w->k};
+    if (w->format != LMS_WEIGHTS_Q8) return;
+    const int32_t blocks = lms_weights_blocks(w), k = w->k;
+#pragma omp parallel for if ((int64_t)rows * k >= QUANTIZE_PARALLEL_MIN)
+    for (int32_t r = 0; r < rows; r++)
+        cfg->q8_quantize(x + (size_t)r * k, k, blocks,
+                         s->codes + (size_t)r * blocks * 2 * LMS_Q8_BLOCK,
+                         s->scales + (size_t)r * blocks, s->comp + (size_t)r * blocks);
+    in->codes = s->codes;
+    in->scales = s->scales;
+    in->comp = s->comp;
+}
+
+static void block_w16(const matmul_config *cfg, const lms_weights *w, const matmul_input *in,
+                      int32_t r0, int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,
+                      bool accumulate)
+{
+    const int32_t k = w->k, rows_per_call = cfg->w16_rows;
+    const bool bf16 = w->format == LMS_WEIGHTS_BF16;
+    for (int32_t c = c0; c < c1; c += LMS_PANEL) {
+        const uint16_t *panel = w->w16 + (size_t)(c / LMS_PANEL) * k * LMS_PANEL;
+        const int32_t n_cols = c1 - c < LMS_PANEL ? c1 - c : LMS_PANEL;
+        for (int32_t r = r0; r < r1; r += rows_per_call) {
+            const float *x[W16_ROWS_AVX512 > W16_ROWS_AVX2 ? W16_ROWS_AVX512 : W16_ROWS_AVX2];
+            for (int32_t i = 0; i < rows_per_call; i++)
+                x[i] = in->x + (size_t)(r + i < r1 ? r + i : r1 - 1) * k;
+            const int32_t n_rows = r1 - r < rows_per_call ? r1 - r : rows_per_call;
+            cfg->w16(x, k, panel, bf16, y + (size_t)(r - r0) * ldy + (c - c0), ldy, n_rows, n_cols,
+                     accumulate);
+        }
+    }
+}
+
+static void block_q8(const matmul_config *cfg, const lms_weights *w, const matmul_input *in,
+                     int32_t r0, int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,
+                     bool accumulate)
+{
+    const int32_t blocks = lms_weights_blocks(w), rows_per_call = cfg->q8_rows;
+    for (int32_t c = c0; c < c1; c += LMS_PANEL) {
+        const size_t pb = (size_t)(c / LMS_PANEL) * blocks;
+        const int32_t n_cols = c1 - c < LMS_PANEL ? c1 - c : LMS_PANEL;
+        for (int32_t r = r0; r < r1; r += rows_per_call) {
+            q8_act_row x[Q8_ROWS_AVX512 > Q8_ROWS_AVX2 ? Q8_ROWS_AVX512 : Q8_ROWS_AVX2];
+            for (int32_t i = 0; i < rows_per_call; i++) {
+                const size_t row = (size_t)(r + i < r1 ? r + i : r1 - 1);
+                x[i] = (q8_act_row){in->codes + row * blocks * 2 * LMS_Q8_BLOCK,
+                                    in->scales + row * blocks, in->comp + row * blocks};
+            }
+            const int32_t n_rows = r1 - r < rows_per_call ? r1 - r : rows_per_call;
+            cfg->q8(x, blocks, w->q8 + pb * LMS_Q8_BLOCK * LMS_PANEL, w->scale16 + pb * LMS_PANEL,
+                    y + (size_t)(r - r0) * ldy + (c - c0), ldy, n_rows, n_cols, accumulate);
+        }
+    }
+}
+
+void matmul_block(const matmul_config *cfg, const lms_weights *w, const matmul_input *in,
+                  int32_t r0, int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,
+                  matmul_mode mode)
+{
+    const bool accumulate = mode == MATMUL_ACCUMULATE;
+    switch (w->format) {
+    case LMS_WEIGHTS_F32:
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, c1 - c0, w->k, 1.0f,
+                    in->x + (size_t)r0 * w->k, w->k, w->f32 + (size_t)c0 * w->k, w->k,
+                    accumulate ? 1.0f : 0.0f, y, (int)ldy);
+        return;
+    case LMS_WEIGHTS_F16:
+    case LMS_WEIGHTS_BF16:
+        block_w16(cfg, w, in, r0, r1, c0, c1, y, ldy, accumulate);
+        return;
+    case LMS_WEIGHTS_Q8:
+        block_q8(cfg, w, in, r0, r1, c0, c1, y, ldy, accumulate);
+        return;
+    }
+}
 
 static int32_t ceil_div(int32_t a, int32_t b)
 {
     return (a + b - 1) / b;
 }
 
-void matmul(const matmul_weight *w, const float *x, int32_t rows, matmul_mode mode, float *y,
-            int32_t row_tile)
+void matmul(const matmul_config *cfg, const lms_weights *w, const float *x, int32_t rows,
+            matmul_mode mode, float *y, matmul_scratch *s)
 {
-    const int32_t n = w->n, k = w->k;
+    matmul_input in;
+    matmul_prepare(cfg, w, x, rows, s, &in);
+    const int32_t n = w->n, row_tile = cfg->row_tile;
     const int32_t col_tiles = ceil_div(n, MATMUL_COL_TILE);
     const int64_t tiles = (int64_t)ceil_div(rows, row_tile) * col_tiles;
-    const float beta = mode == MATMUL_ACCUMULATE ? 1.0f : 0.0f;
     /* Always inside a parallel region, even for one tile: OpenBLAS runs
-     * single-threaded there, so every tile is computed the same way. */
+     * single-threaded there, so every F32 tile is computed the same way. */
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t t = 0; t < tiles; t++) {
         const int32_t r0 = (int32_t)(t / col_tiles) * row_tile;
         const int32_t c0 = (int32_t)(t % col_tiles) * MATMUL_COL_TILE;
-        const int32_t m = rows - r0 < row_tile ? rows - r0 : row_tile;
-        const int32_t nc = n - c0 < MATMUL_COL_TILE ? n - c0 : MATMUL_COL_TILE;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, nc, k, 1.0f, x + (size_t)r0 * k, k,
-                    w->f32 + (size_t)c0 * k, k, beta, y + (size_t)r0 * n + c0, n);
+        const int32_t r1 = rows - r0 < row_tile ? rows : r0 + row_tile;
+        const int32_t c1 = n - c0 < MATMUL_COL_TILE ? n : c0 + MATMUL_COL_TILE;
+        matmul_block(cfg, w, &in, r0, r1, c0, c1, y + (size_t)r0 * n + c0, (size_t)n, mode);
     }
 }

@@ -1,39 +1,88 @@
 /*
- * matmul.h — the projections of the forward pass: y = x·Wᵀ (+ y), over a
- * fixed grid of tiles.
+ * matmul.h — the projections of the forward pass: y = x·Wᵀ (+ y) for W in
+ * any format of weights.h, over a fixed grid of tiles.
  *
- * The grid is fixed by the weight (column tiles of MATMUL_COL_TILE) and by
- * the caller's row tile (a multiple of the BLAS row period): every tile is
- * one single-threaded product, the tiles run in parallel. A row's
- * arithmetic then depends only on its index modulo the row period — never
- * on how many rows the batch has nor on the thread count — which exact item
- * isolation needs: a threaded BLAS call splits the rows among its threads
- * at places that move with the row count (OpenBLAS 0.3.21 splits them at
- * any row, and its kernels round a row by where it falls in a register
- * tile).
+ * F32 tiles are OpenBLAS sgemm calls, one single-threaded call per tile,
+ * the tiles in parallel; the grid is fixed by the weight (column tiles of
+ * MATMUL_COL_TILE) and by a row tile that is a multiple of the BLAS row
+ * period, so a row's arithmetic depends only on its index modulo that
+ * period — never on the batch's row count nor on the thread count. (A
+ * threaded BLAS call splits its rows among threads at places that move
+ * with the row count, and OpenBLAS rounds a row by where it falls in a
+ * register tile.)
+ *
+ * F16/BF16 and Q8 tiles run the kernels of kernels.h, which compute every
+ * element by a sequence of operations fixed by its row alone; x is
+ * quantised for Q8 once per call, per row and block of 32, to 15 bits in two
+ * int8 codes (matmul_prepare, kernels.h).
  */
 #ifndef LMS_MATMUL_H
 #define LMS_MATMUL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
-/* Output columns per tile. */
-#define MATMUL_COL_TILE 512
+#include "cpu.h"
+#include "kernels.h"
+#include "lmscore.h"
+#include "weights.h"
 
-/* W: [n × k], row-major (PyTorch's out_features × in_features). */
-typedef struct {
-    int32_t n, k;
-    const float *f32;
-} matmul_weight;
+/* Output columns per tile: a multiple of LMS_PANEL. */
+#define MATMUL_COL_TILE 512
 
 typedef enum {
     MATMUL_STORE,      /* y = x·Wᵀ */
     MATMUL_ACCUMULATE, /* y += x·Wᵀ */
 } matmul_mode;
 
-/* y[rows × w->n] (=|+=) x[rows × w->k] · Wᵀ. row_tile: rows per tile, a
- * multiple of the row period. */
-void matmul(const matmul_weight *w, const float *x, int32_t rows, matmul_mode mode, float *y,
-            int32_t row_tile);
+/* Which kernels run, for an engine's life. */
+typedef struct {
+    const char *f32_tier;           /* "avx512", "avx2", "generic" */
+    const char *w16_tier, *q8_tier; /* "avx512", "avx512-vnni", "avx2"; NULL: unavailable */
+    f32_kernel_fn *f32;             /* attention's products (attention.c) */
+    int32_t f32_rows;
+    w16_kernel_fn *w16;
+    int32_t w16_rows;
+    q8_kernel_fn *q8;
+    int32_t q8_rows;
+    q8_quantize_fn *q8_quantize;
+    int32_t row_tile; /* rows per tile: a multiple of the BLAS row period */
+} matmul_config;
+
+/* The fastest kernels the CPU runs, AVX2 ones only when avx2_only. Without
+ * AVX2 the f32 kernel is plain C and the 16-bit and Q8 formats are
+ * unavailable (tiers NULL). */
+void matmul_config_init(matmul_config *cfg, const lms_cpu_features *cpu, bool avx2_only,
+                        int32_t row_tile);
+
+/* Room to quantise up to rows × k of x (Q8 weights). */
+typedef struct matmul_scratch matmul_scratch;
+matmul_scratch *matmul_scratch_create(int32_t rows, int32_t max_k);
+void matmul_scratch_free(matmul_scratch *s);
+
+/* x as w's kernels read it. */
+typedef struct {
+    const float *x; /* [rows × k] */
+    int32_t rows, k;
+    const int8_t *codes; /* Q8: [rows × blocks × 2 × LMS_Q8_BLOCK] (q8_act_row) */
+    const float *scales; /* Q8: [rows × blocks] */
+    const int32_t *comp; /* Q8: [rows × blocks] */
+} matmul_input;
+
+/* Prepares x[rows × w->k] for w: quantises it into s for Q8 weights. */
+void matmul_prepare(const matmul_config *cfg, const lms_weights *w, const float *x, int32_t rows,
+                    matmul_scratch *s, matmul_input *in);
+
+/* Rows [r0, r1) × columns [c0, c1) of y = x·Wᵀ, on the calling thread; c0
+ * a multiple of LMS_PANEL, y the result's element (r0, c0) with row stride
+ * ldy. */
+void matmul_block(const matmul_config *cfg, const lms_weights *w, const matmul_input *in,
+                  int32_t r0, int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,
+                  matmul_mode mode);
+
+/* y[rows × w->n] (=|+=) x[rows × w->k] · Wᵀ over the tile grid, in
+ * parallel. s: room for rows × w->k (only Q8 uses it). */
+void matmul(const matmul_config *cfg, const lms_weights *w, const float *x, int32_t rows,
+            matmul_mode mode, float *y, matmul_scratch *s);
 
 #endif

@@ -166,6 +166,31 @@ typedef struct {
     void *ctx;
 } lms_score_hooks;
 
+/* How the projections (q, k, v, o, gate, up, down, LM head) multiply; the
+ * rest (norms, RoPE, attention, softmaxes) is f32 in every precision.
+ *
+ *   AUTO  each weight in its checkpoint's own precision, exactly: f32
+ *         weights in f32, f16/bf16 weights in 16-bit, Q8_0 blocks as int8
+ *   F32   f32 weights, OpenBLAS
+ *   BF16  16-bit weights (f16 checkpoints keep f16, others round to bf16),
+ *         f32 activations, f32 accumulation
+ *   INT8  int8 weights in blocks of 32 with a scale each (Q8_0 blocks as
+ *         they are, others quantised as ggml's Q8_0 does), activations
+ *         quantised per row and block of 32, exact integer block sums
+ *
+ * BF16 and INT8 need AVX2, FMA and F16C; without them the engine runs f32
+ * and says why (lms_model_info.precision_reason). */
+typedef enum {
+    LMS_PRECISION_AUTO = 0,
+    LMS_PRECISION_F32 = 1,
+    LMS_PRECISION_BF16 = 2,
+    LMS_PRECISION_INT8 = 3,
+} lms_precision;
+
+const char *lms_precision_name(lms_precision precision);
+/* Parses "auto", "f32", "bf16", "int8"; returns false for an unknown name. */
+bool lms_precision_parse(const char *name, lms_precision *out);
+
 typedef struct {
     lms_algorithm algorithm;       /* default AUTO */
     int32_t max_packed_tokens;     /* rows per forward pass (pack budget); default 8192 */
@@ -174,7 +199,9 @@ typedef struct {
     int32_t delimiter;             /* SGLang-style delimiter token id, -1 for none */
     int32_t max_items;             /* too_many_items above this; default 10000 */
     int32_t max_sequence_tokens;   /* sequence_too_long above this; default context length */
-    lms_stop open_stop; /* polled while lms_engine_open converts the weights; default never */
+    lms_stop open_stop;      /* polled while lms_engine_open converts the weights; default never */
+    lms_precision precision; /* default AUTO */
+    bool avx2_only;          /* run the AVX2 kernels even where AVX-512 is present */
 } lms_engine_options;
 
 void lms_engine_options_default(lms_engine_options *opt);
@@ -186,13 +213,21 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
 void lms_engine_close(lms_engine *engine);
 
 /* What the engine reports about the model it runs: the checkpoint's name,
- * family and geometry. */
+ * family and geometry, and how it computes. */
 typedef struct {
     char name[128];                        /* general.name, or the directory's basename */
     const char *architecture;              /* "llama", "qwen2", "qwen3" (static storage) */
     int32_t n_layers, d_model, d_ff;       /* transformer blocks, hidden and FFN widths */
     int32_t n_heads, n_kv_heads, head_dim; /* attention heads (query, key/value), width */
     int32_t vocab_size, context_length;
+    /* The projections' precision: "f32", "bf16", "int8", or "mixed" when
+     * AUTO kept weights of several precisions (static storage) */
+    const char *precision;
+    char precision_reason[200]; /* why: the option, the checkpoint, the CPU */
+    char weights[96];           /* the projections' formats, e.g. "q8 x197" */
+    char kernels[64];           /* e.g. "int8 avx512-vnni, 16-bit avx512" */
+    int64_t weight_bytes;       /* the projections and embedding as held */
+    int64_t parameters;         /* their element count */
 } lms_model_info;
 
 void lms_engine_model_info(const lms_engine *engine, lms_model_info *out);

@@ -3,11 +3,13 @@
  *
  * lms_model_load() accepts a GGUF file or a Hugging Face directory
  * (config.json + model.safetensors or sharded model-*.safetensors with
- * model.safetensors.index.json). Weights end up as row-major f32 matrices in
- * the PyTorch (out_features, in_features) layout — GGUF's ne[0] is the
- * in-feature dimension — so every projection is y = x · Wᵀ, one sgemm with
- * TransB. F32 tensors of a GGUF are used in place from the mapping; F16, BF16
- * and Q8_0 are converted at load.
+ * model.safetensors.index.json). The projection matrices and the embedding
+ * are lms_weights (weights.h) in the PyTorch (out_features, in_features)
+ * layout — GGUF's ne[0] is the in-feature dimension — so every projection is
+ * y = x · Wᵀ; their format follows the precision asked for (lmscore.h's
+ * lms_precision). F32 matrices are used in place from the file when they
+ * can be, the other formats are packed at load. Norms, biases and RoPE
+ * factors are f32 vectors.
  *
  * RoPE pairing: Hugging Face checkpoints of every family, and GGUF qwen2/qwen3,
  * rotate the pairs (i, i + head_dim/2) ("NEOX"); llama.cpp permutes llama's
@@ -17,9 +19,11 @@
 #ifndef LMS_MODEL_H
 #define LMS_MODEL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "lmscore.h"
+#include "weights.h"
 
 typedef enum {
     LMS_ARCH_LLAMA = 1,
@@ -63,24 +67,27 @@ typedef struct {
 
 typedef struct {
     const float *attn_norm;       /* [d_model] */
-    const float *wq;              /* [n_heads*head_dim, d_model] */
-    const float *wk, *wv;         /* [n_kv_heads*head_dim, d_model] */
+    lms_weights wq;               /* [n_heads*head_dim, d_model] */
+    lms_weights wk, wv;           /* [n_kv_heads*head_dim, d_model] */
     const float *bq, *bk, *bv;    /* qwen2 only, else NULL */
     const float *q_norm, *k_norm; /* [head_dim], qwen3 only, else NULL */
-    const float *wo;              /* [d_model, n_heads*head_dim] */
+    lms_weights wo;               /* [d_model, n_heads*head_dim] */
     const float *ffn_norm;        /* [d_model] */
-    const float *w_gate, *w_up;   /* [d_ff, d_model] */
-    const float *w_down;          /* [d_model, d_ff] */
+    lms_weights w_gate, w_up;     /* [d_ff, d_model] */
+    lms_weights w_down;           /* [d_model, d_ff] */
 } lms_layer_weights;
 
 struct gguf_file;
 
 typedef struct lms_model {
     lms_model_config cfg;
-    const float *tok_embd;     /* [vocab_size, d_model] */
+    lms_weights tok_embd;      /* [vocab_size, d_model] */
     const float *output_norm;  /* [d_model] */
-    const float *output;       /* [vocab_size, d_model]; == tok_embd when tied */
+    lms_weights output;        /* [vocab_size, d_model]; the same matrix as tok_embd when tied */
     lms_layer_weights *layers; /* [n_layers] */
+
+    const char *precision;      /* "f32", "bf16", "int8", "mixed": what the matrices hold */
+    char precision_reason[200]; /* why */
 
     /* Where the model came from, for the tokenizer loader: exactly one of
      * these is set. Owned by the model. */
@@ -90,8 +97,22 @@ typedef struct lms_model {
     struct lms_model_storage *storage; /* private: buffers and mappings */
 } lms_model;
 
-/* stop (may be NULL) is polled while stored weights are converted to f32. */
-lms_status lms_model_load(const char *path, const lms_stop *stop, lms_model **out, lms_error *err);
+typedef struct {
+    lms_precision precision;
+    bool low_precision; /* the CPU runs the 16-bit and Q8 kernels (AVX2, FMA, F16C) */
+    lms_stop stop;      /* polled while weights are converted and packed */
+} lms_load_options;
+
+/* opt NULL: f32 matrices, nothing polled. */
+lms_status lms_model_load(const char *path, const lms_load_options *opt, lms_model **out,
+                          lms_error *err);
+
+/* The matrices a model of n_layers holds at most: embedding, head, and
+ * seven per layer. */
+#define LMS_MODEL_MATRICES(n_layers) (2 + 7 * (size_t)(n_layers))
+/* Fills out (room for LMS_MODEL_MATRICES) with the model's distinct
+ * matrices — the head only when it is not the embedding; returns how many. */
+int32_t lms_model_matrices(const lms_model *m, const lms_weights **out);
 void lms_model_free(lms_model *model);
 
 const char *lms_arch_name(lms_arch arch);

@@ -1,7 +1,8 @@
 /*
  * model_bind.c — the format-independent part of loading a model
  * (model_bind.h): geometry checks, weight lookup by slot, shape checks
- * against the geometry, conversion to f32, and the model's lifetime.
+ * against the geometry, conversion to f32 or packing into the format the
+ * precision asks for (weights_pack.h), and the model's lifetime.
  */
 #include "model_bind.h"
 
@@ -13,6 +14,7 @@
 
 #include "alloc.h"
 #include "gguf.h"
+#include "weights_pack.h"
 
 const char *lms_arch_name(lms_arch arch)
 {
@@ -184,10 +186,26 @@ static void format_dims(char *buf, size_t size, uint32_t n_dims, const uint64_t 
 typedef struct {
     lms_model *model;
     const lms_tensor_source *src;
+    const lms_load_options *opt;
     unsigned char *used;   /* [src->n_tensors] */
     lms_convert_job *jobs; /* conversions, run together once everything is bound */
     size_t n_jobs, cap_jobs;
+    lms_pack_job *packs; /* packing, likewise */
+    size_t n_packs, cap_packs;
+    bool stored[LMS_DTYPE_Q6_K + 1]; /* the matrices' stored types */
 } binder;
+
+/* Grows *array (of elem bytes each) so that one more fits. */
+static lms_status reserve_one(void **array, size_t n, size_t *cap, size_t elem, lms_error *err)
+{
+    if (n < *cap) return LMS_OK;
+    size_t grown_cap = *cap ? 2 * *cap : 256;
+    void *grown = realloc(*array, grown_cap * elem);
+    if (!grown) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "weight job list");
+    *array = grown;
+    *cap = grown_cap;
+    return LMS_OK;
+}
 
 static bool shape_matches(const lms_stored_tensor *t, const slot_shape *want)
 {
@@ -210,13 +228,8 @@ static lms_status tensor_as_f32(binder *b, const char *name, const lms_stored_te
         *out = t->data;
         return LMS_OK;
     }
-    if (b->n_jobs == b->cap_jobs) {
-        size_t cap = b->cap_jobs ? 2 * b->cap_jobs : 256;
-        lms_convert_job *grown = realloc(b->jobs, cap * sizeof *grown);
-        if (!grown) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "conversion list");
-        b->jobs = grown;
-        b->cap_jobs = cap;
-    }
+    lms_status st = reserve_one((void **)&b->jobs, b->n_jobs, &b->cap_jobs, sizeof *b->jobs, err);
+    if (st != LMS_OK) return st;
     if (n > SIZE_MAX / sizeof(float))
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "tensor '%s' is too large", name);
     float *converted = lms_alloc(n * sizeof(float));
@@ -228,12 +241,12 @@ static lms_status tensor_as_f32(binder *b, const char *name, const lms_stored_te
     return lms_model_keep(b->model, converted, err);
 }
 
-/* Binds the tensor called name to *out; a missing tensor is an error when
- * required, else leaves *out NULL. */
-static lms_status bind_tensor(binder *b, const char *name, const slot_shape *shape, bool required,
-                              const float **out, lms_error *err)
+/* Finds the tensor called name and checks that it can be loaded with the
+ * slot's shape. *found is false when it is missing and not required. */
+static lms_status find_tensor(binder *b, const char *name, const slot_shape *shape, bool required,
+                              lms_stored_tensor *t, bool *found, lms_error *err)
 {
-    *out = NULL;
+    *found = false;
     size_t index;
     if (!b->src->find(b->src->ctx, name, &index)) {
         if (!required) return LMS_OK;
@@ -242,22 +255,90 @@ static lms_status bind_tensor(binder *b, const char *name, const slot_shape *sha
                         lms_arch_name(b->model->cfg.arch));
     }
     b->used[index] = 1;
-    lms_stored_tensor t;
-    b->src->describe(b->src->ctx, index, &t);
-    if (!t.convertible)
+    b->src->describe(b->src->ctx, index, t);
+    if (!t->convertible)
         return lms_fail(err, LMS_ERR_UNSUPPORTED, NULL, NULL,
                         "tensor '%s' is stored as %s; f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, "
                         "q8_0, q4_K, q5_K and q6_K can be loaded",
-                        name, t.type_name);
-    if (!shape_matches(&t, shape)) {
+                        name, t->type_name);
+    if (!shape_matches(t, shape)) {
         char have[160], want[80];
-        format_dims(have, sizeof have, t.n_dims, t.dims);
+        format_dims(have, sizeof have, t->n_dims, t->dims);
         format_dims(want, sizeof want, shape->n_dims, shape->dims);
         return lms_fail(err, LMS_ERR_FORMAT, NULL, NULL,
                         "tensor '%s' has shape %s, expected %s (%s)", name, have, want,
                         shape->meaning);
     }
+    *found = true;
+    return LMS_OK;
+}
+
+/* Binds the f32 vector called name to *out; a missing tensor is an error
+ * when required, else leaves *out NULL. */
+static lms_status bind_tensor(binder *b, const char *name, const slot_shape *shape, bool required,
+                              const float **out, lms_error *err)
+{
+    *out = NULL;
+    lms_stored_tensor t;
+    bool found;
+    lms_status st = find_tensor(b, name, shape, required, &t, &found, err);
+    if (st != LMS_OK || !found) return st;
     return tensor_as_f32(b, name, &t, shape, out, err);
+}
+
+/* The format a matrix stored as type takes (lmscore.h's lms_precision). */
+static lms_weights_format matrix_format(const lms_load_options *opt, lms_dtype type)
+{
+    if (!opt->low_precision) return LMS_WEIGHTS_F32;
+    switch (opt->precision) {
+    case LMS_PRECISION_F32:
+        return LMS_WEIGHTS_F32;
+    case LMS_PRECISION_BF16:
+        return type == LMS_DTYPE_F16 ? LMS_WEIGHTS_F16 : LMS_WEIGHTS_BF16;
+    case LMS_PRECISION_INT8:
+        return LMS_WEIGHTS_Q8;
+    case LMS_PRECISION_AUTO:
+        break;
+    }
+    switch (type) {
+    case LMS_DTYPE_F32:
+        return LMS_WEIGHTS_F32;
+    case LMS_DTYPE_F16:
+        return LMS_WEIGHTS_F16;
+    case LMS_DTYPE_BF16:
+        return LMS_WEIGHTS_BF16;
+    default: /* ggml's block formats */
+        return LMS_WEIGHTS_Q8;
+    }
+}
+
+/* Binds the [rows × cols] matrix called name to *out in the format the
+ * precision gives its stored type: in place or converted for F32, packed
+ * otherwise. A missing matrix that is not required leaves out->n == 0. */
+static lms_status bind_matrix(binder *b, const char *name, const slot_shape *shape, bool required,
+                              lms_weights *out, lms_error *err)
+{
+    memset(out, 0, sizeof *out);
+    lms_stored_tensor t;
+    bool found;
+    lms_status st = find_tensor(b, name, shape, required, &t, &found, err);
+    if (st != LMS_OK || !found) return st;
+    b->stored[t.dtype] = true;
+    const lms_weights_format format = matrix_format(b->opt, t.dtype);
+    const int32_t n = (int32_t)shape->dims[0], k = (int32_t)shape->dims[1];
+    if (format == LMS_WEIGHTS_F32) {
+        *out = (lms_weights){.format = LMS_WEIGHTS_F32, .n = n, .k = k};
+        return tensor_as_f32(b, name, &t, shape, &out->f32, err);
+    }
+    st = reserve_one((void **)&b->packs, b->n_packs, &b->cap_packs, sizeof *b->packs, err);
+    if (st != LMS_OK) return st;
+    void *buffer;
+    st = lms_weights_alloc(out, format, n, k, &buffer, err);
+    if (st != LMS_OK) return lms_fail_context(err, "tensor '%s'", name);
+    st = lms_model_keep(b->model, buffer, err);
+    if (st != LMS_OK) return st;
+    b->packs[b->n_packs++] = (lms_pack_job){t.dtype, t.data, out};
+    return LMS_OK;
 }
 
 /* When the config gives no vocabulary size, the embedding's rows do. */
@@ -281,7 +362,7 @@ static lms_status bind_globals(binder *b, lms_error *err)
     lms_model *m = b->model;
     const char *const *names = b->src->global_names;
     slot_shape shape = global_shape(&m->cfg, LMS_GLOBAL_TOK_EMBD);
-    lms_status st = bind_tensor(b, names[LMS_GLOBAL_TOK_EMBD], &shape, true, &m->tok_embd, err);
+    lms_status st = bind_matrix(b, names[LMS_GLOBAL_TOK_EMBD], &shape, true, &m->tok_embd, err);
     if (st != LMS_OK) return st;
     shape = global_shape(&m->cfg, LMS_GLOBAL_OUTPUT_NORM);
     st = bind_tensor(b, names[LMS_GLOBAL_OUTPUT_NORM], &shape, true, &m->output_norm, err);
@@ -293,10 +374,12 @@ static lms_status bind_globals(binder *b, lms_error *err)
         if (b->src->find(b->src->ctx, names[LMS_GLOBAL_OUTPUT], &index)) b->used[index] = 1;
     } else {
         shape = global_shape(&m->cfg, LMS_GLOBAL_OUTPUT);
-        st = bind_tensor(b, names[LMS_GLOBAL_OUTPUT], &shape, false, &m->output, err);
+        st = bind_matrix(b, names[LMS_GLOBAL_OUTPUT], &shape, false, &m->output, err);
         if (st != LMS_OK) return st;
-        m->cfg.tied_embeddings = m->output == NULL;
+        m->cfg.tied_embeddings = m->output.n == 0;
     }
+    /* Tied: the head is the embedding matrix itself (the struct holds
+     * pointers to the same data). */
     if (m->cfg.tied_embeddings) m->output = m->tok_embd;
     if (!names[LMS_GLOBAL_ROPE_FREQS]) return LMS_OK;
     shape = global_shape(&m->cfg, LMS_GLOBAL_ROPE_FREQS);
@@ -306,17 +389,35 @@ static lms_status bind_globals(binder *b, lms_error *err)
     return st;
 }
 
-static const float **layer_slot_field(lms_layer_weights *w, lms_layer_slot slot)
+/* The matrix a slot fills, or NULL for a vector slot. */
+static lms_weights *layer_slot_matrix(lms_layer_weights *w, lms_layer_slot slot)
 {
     switch (slot) {
-    case LMS_LAYER_ATTN_NORM:
-        return &w->attn_norm;
     case LMS_LAYER_Q:
         return &w->wq;
     case LMS_LAYER_K:
         return &w->wk;
     case LMS_LAYER_V:
         return &w->wv;
+    case LMS_LAYER_O:
+        return &w->wo;
+    case LMS_LAYER_GATE:
+        return &w->w_gate;
+    case LMS_LAYER_UP:
+        return &w->w_up;
+    case LMS_LAYER_DOWN:
+        return &w->w_down;
+    default:
+        return NULL;
+    }
+}
+
+/* The vector a slot fills, or NULL for a matrix slot. */
+static const float **layer_slot_vector(lms_layer_weights *w, lms_layer_slot slot)
+{
+    switch (slot) {
+    case LMS_LAYER_ATTN_NORM:
+        return &w->attn_norm;
     case LMS_LAYER_Q_BIAS:
         return &w->bq;
     case LMS_LAYER_K_BIAS:
@@ -327,20 +428,11 @@ static const float **layer_slot_field(lms_layer_weights *w, lms_layer_slot slot)
         return &w->q_norm;
     case LMS_LAYER_K_NORM:
         return &w->k_norm;
-    case LMS_LAYER_O:
-        return &w->wo;
     case LMS_LAYER_FFN_NORM:
         return &w->ffn_norm;
-    case LMS_LAYER_GATE:
-        return &w->w_gate;
-    case LMS_LAYER_UP:
-        return &w->w_up;
-    case LMS_LAYER_DOWN:
-        return &w->w_down;
-    case LMS_LAYER_COUNT:
-        break;
+    default:
+        return NULL;
     }
-    return NULL;
 }
 
 static lms_status bind_layers(binder *b, lms_error *err)
@@ -366,8 +458,11 @@ static lms_status bind_layers(binder *b, lms_error *err)
             char name[160];
             snprintf(name, sizeof name, "%s%d.%s", b->src->layer_prefix, l, b->src->layer_names[s]);
             slot_shape shape = layer_shape(c, (lms_layer_slot)s);
-            lms_status st = bind_tensor(b, name, &shape, need == SLOT_REQUIRED,
-                                        layer_slot_field(&m->layers[l], (lms_layer_slot)s), err);
+            lms_weights *matrix = layer_slot_matrix(&m->layers[l], (lms_layer_slot)s);
+            lms_status st =
+                matrix ? bind_matrix(b, name, &shape, need == SLOT_REQUIRED, matrix, err)
+                       : bind_tensor(b, name, &shape, need == SLOT_REQUIRED,
+                                     layer_slot_vector(&m->layers[l], (lms_layer_slot)s), err);
             if (st != LMS_OK) return st;
         }
     }
@@ -391,19 +486,74 @@ static lms_status check_all_used(const binder *b, lms_error *err)
     return LMS_OK;
 }
 
-lms_status lms_model_bind(lms_model *model, const lms_tensor_source *src, const lms_stop *stop,
-                          lms_error *err)
+int32_t lms_model_matrices(const lms_model *m, const lms_weights **out)
+{
+    int32_t n = 0;
+    out[n++] = &m->tok_embd;
+    if (!m->cfg.tied_embeddings) out[n++] = &m->output;
+    for (int32_t l = 0; l < m->cfg.n_layers; l++) {
+        const lms_layer_weights *w = &m->layers[l];
+        const lms_weights *layer[] = {&w->wq,     &w->wk,   &w->wv,    &w->wo,
+                                      &w->w_gate, &w->w_up, &w->w_down};
+        for (size_t i = 0; i < sizeof layer / sizeof *layer; i++)
+            out[n++] = layer[i];
+    }
+    return n;
+}
+
+/* Sets model->precision and its reason from the formats the matrices took. */
+static void describe_precision(lms_model *m, const lms_load_options *opt, const bool *stored)
+{
+    const lms_weights **all = malloc(LMS_MODEL_MATRICES(m->cfg.n_layers) * sizeof *all);
+    int counts[LMS_WEIGHTS_Q8 + 1] = {0};
+    if (all) {
+        int32_t n = lms_model_matrices(m, all);
+        for (int32_t i = 0; i < n; i++)
+            counts[all[i]->format]++;
+        free(all);
+    }
+    const int sixteen = counts[LMS_WEIGHTS_F16] + counts[LMS_WEIGHTS_BF16];
+    const int kinds = (counts[LMS_WEIGHTS_F32] > 0) + (sixteen > 0) + (counts[LMS_WEIGHTS_Q8] > 0);
+    m->precision = kinds > 1 ? "mixed" : counts[LMS_WEIGHTS_Q8] ? "int8" : sixteen ? "bf16" : "f32";
+    char types[64] = "";
+    for (int t = 0; t <= LMS_DTYPE_Q6_K; t++)
+        if (stored[t])
+            snprintf(types + strlen(types), sizeof types - strlen(types), "%s%s",
+                     types[0] ? ", " : "", lms_dtype_name((lms_dtype)t));
+    const char *lacks = "the CPU lacks AVX2, FMA or F16C, which the 16-bit and int8 kernels need";
+    if (opt->precision == LMS_PRECISION_AUTO && !opt->low_precision && m->precision[0] == 'f')
+        snprintf(m->precision_reason, sizeof m->precision_reason,
+                 "auto: the weights are stored as %s; %s", types, lacks);
+    else if (opt->precision == LMS_PRECISION_AUTO)
+        snprintf(m->precision_reason, sizeof m->precision_reason,
+                 "auto: every weight kept as stored (%s)", types);
+    else if (!opt->low_precision && opt->precision != LMS_PRECISION_F32)
+        snprintf(m->precision_reason, sizeof m->precision_reason, "%s asked for, but %s: f32",
+                 lms_precision_name(opt->precision), lacks);
+    else
+        snprintf(m->precision_reason, sizeof m->precision_reason,
+                 "%s asked for (weights stored as %s)", lms_precision_name(opt->precision), types);
+}
+
+lms_status lms_model_bind(lms_model *model, const lms_tensor_source *src,
+                          const lms_load_options *opt, lms_error *err)
 {
     lms_status st = check_config(&model->cfg, err);
     if (st != LMS_OK) return st;
-    binder b = {model, src, calloc(src->n_tensors ? src->n_tensors : 1, 1), NULL, 0, 0};
+    binder b = {.model = model,
+                .src = src,
+                .opt = opt,
+                .used = calloc(src->n_tensors ? src->n_tensors : 1, 1)};
     if (!b.used) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "tensor bookkeeping");
     st = vocab_from_embedding(&b, err);
     if (st == LMS_OK) st = bind_globals(&b, err);
     if (st == LMS_OK) st = bind_layers(&b, err);
     if (st == LMS_OK) st = check_all_used(&b, err);
-    if (st == LMS_OK) st = lms_convert_to_f32(b.jobs, b.n_jobs, stop, err);
+    if (st == LMS_OK) st = lms_convert_to_f32(b.jobs, b.n_jobs, &opt->stop, err);
+    if (st == LMS_OK) st = lms_pack_run(b.packs, b.n_packs, &opt->stop, err);
+    if (st == LMS_OK) describe_precision(model, opt, b.stored);
     free(b.jobs);
+    free(b.packs);
     free(b.used);
     return st;
 }

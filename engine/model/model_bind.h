@@ -96,7 +96,7 @@ lms_status lms_model_keep(lms_model *model, void *buffer, lms_error *err);
  * cfg.rope_freq_factors / cfg.tied_embeddings from src. A config with
  * tied_embeddings already set ignores the output tensor if present. stop
  * (may be NULL) is polled while stored weights are converted. */
-lms_status lms_model_bind(lms_model *model, const lms_tensor_source *src, const lms_stop *stop,
-                          lms_error *err);
+lms_status lms_model_bind(lms_model *model, const lms_tensor_source *src,
+                          const lms_load_options *opt, lms_error *err);
 
 #endif

@@ -457,7 +457,7 @@ static lms_status open_shards(lms_model *model, const char *dir, json_object **i
     return st;
 }
 
-static lms_status load_weights(lms_model *model, const char *dir, const lms_stop *stop,
+static lms_status load_weights(lms_model *model, const char *dir, const lms_load_options *opt,
                                lms_error *err)
 {
     json_object *index = NULL;
@@ -479,7 +479,7 @@ static lms_status load_weights(lms_model *model, const char *dir, const lms_stop
             .describe = hf_source_describe,
             .ctx = &tensors,
         };
-        st = lms_model_bind(model, &src, stop, err);
+        st = lms_model_bind(model, &src, opt, err);
     }
     json_object_put(index);
     free(shards.files);
@@ -488,7 +488,7 @@ static lms_status load_weights(lms_model *model, const char *dir, const lms_stop
     return st;
 }
 
-lms_status lms_model_load_hf(lms_model *model, const char *dir, const lms_stop *stop,
+lms_status lms_model_load_hf(lms_model *model, const char *dir, const lms_load_options *opt,
                              lms_error *err)
 {
     model->hf_dir = strdup(dir);
@@ -506,7 +506,7 @@ lms_status lms_model_load_hf(lms_model *model, const char *dir, const lms_stop *
         lms_fail_context(err, "%s", dir);
         return st;
     }
-    st = load_weights(model, dir, stop, err);
+    st = load_weights(model, dir, opt, err);
     if (st != LMS_OK) lms_fail_context(err, "%s", dir);
     return st;
 }

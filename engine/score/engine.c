@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "blas_probe.h"
+#include "cpu.h"
 #include "gguf.h"
 #include "matmul.h"
 #include "tokenizer.h"
@@ -102,7 +103,10 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
     else
         lms_engine_options_default(&e->opt);
 
-    lms_status st = lms_model_load(model_path, &e->opt.open_stop, &e->model, err);
+    lms_cpu_features cpu;
+    lms_cpu_detect(&cpu);
+    const lms_load_options load = {e->opt.precision, cpu.avx2, e->opt.open_stop};
+    lms_status st = lms_model_load(model_path, &load, &e->model, err);
     if (st != LMS_OK) goto fail;
     const lms_model_config *c = &e->model->cfg;
     if (e->opt.max_sequence_tokens == 0) e->opt.max_sequence_tokens = c->context_length;
@@ -114,29 +118,29 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
         goto fail;
     }
 
+    /* OpenBLAS's row period, for the f32 projections' tiles (matmul.h: rows
+     * of any count, a full column tile and the last, narrower one); 1 when
+     * no projection is f32. */
     const int32_t qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
-    /* The projections' tiles (matmul.h: rows of any count, a full column
-     * tile and the last, narrower one) and the attention products over
-     * shared keys (always blas_block_rows rows; short and long key runs, as
-     * OpenBLAS switches kernels on size). */
-    blas_probe_shape shapes[16] = {
-        {c->head_dim, 8, 1, 1}, {c->head_dim, 64, 1, 1}, {c->head_dim, 700, 1, 1},
-        {8, c->head_dim, 0, 1}, {64, c->head_dim, 0, 1}, {700, c->head_dim, 0, 1},
-    };
-    int n_shapes = 6;
     const int32_t projections[5][2] = {
         {c->d_model, qd},      {c->d_model, kvd},     {qd, c->d_model},
         {c->d_model, c->d_ff}, {c->d_ff, c->d_model},
     };
-    for (int i = 0; i < 5; i++) {
+    blas_probe_shape shapes[10];
+    int n_shapes = 0;
+    const bool f32_projections =
+        strcmp(e->model->precision, "f32") == 0 || strcmp(e->model->precision, "mixed") == 0;
+    for (int i = 0; i < 5 && f32_projections; i++) {
         const int32_t k = projections[i][0], n = projections[i][1];
-        shapes[n_shapes++] = (blas_probe_shape){k, n < MATMUL_COL_TILE ? n : MATMUL_COL_TILE, 1, 0};
+        shapes[n_shapes++] = (blas_probe_shape){k, n < MATMUL_COL_TILE ? n : MATMUL_COL_TILE};
         if (n > MATMUL_COL_TILE && n % MATMUL_COL_TILE)
-            shapes[n_shapes++] = (blas_probe_shape){k, n % MATMUL_COL_TILE, 1, 0};
+            shapes[n_shapes++] = (blas_probe_shape){k, n % MATMUL_COL_TILE};
     }
-    st = blas_row_period(shapes, n_shapes, &e->row_period, err);
+    e->row_period = 1;
+    if (n_shapes) st = blas_row_period(shapes, n_shapes, &e->row_period, err);
     if (st != LMS_OK) goto fail;
     e->tune.block_rows = blas_block_rows(e->row_period);
+    matmul_config_init(&e->tune.matmul, &cpu, e->opt.avx2_only, e->tune.block_rows);
 
     e->cache = prefix_cache_create(e->opt.prefix_cache_bytes);
     if (!e->cache) {
@@ -159,6 +163,37 @@ void lms_engine_close(lms_engine *e)
     free(e);
 }
 
+/* The matrices' formats, bytes and elements, and the kernels they run on. */
+static void describe_weights(const lms_engine *e, lms_model_info *out)
+{
+    const lms_weights **all = malloc(LMS_MODEL_MATRICES(e->model->cfg.n_layers) * sizeof *all);
+    if (!all) return;
+    const int32_t n = lms_model_matrices(e->model, all);
+    int counts[LMS_WEIGHTS_Q8 + 1] = {0};
+    for (int32_t i = 0; i < n; i++) {
+        counts[all[i]->format]++;
+        out->weight_bytes += (int64_t)lms_weights_bytes(all[i]);
+        out->parameters += (int64_t)all[i]->n * all[i]->k;
+    }
+    free(all);
+    size_t used = 0;
+    for (int f = 0; f <= LMS_WEIGHTS_Q8; f++)
+        if (counts[f] && used < sizeof out->weights)
+            used += (size_t)snprintf(out->weights + used, sizeof out->weights - used, "%s%s x%d",
+                                     used ? ", " : "",
+                                     lms_weights_format_name((lms_weights_format)f), counts[f]);
+    const matmul_config *mm = &e->tune.matmul;
+    used = 0;
+    if (counts[LMS_WEIGHTS_F32])
+        used += (size_t)snprintf(out->kernels, sizeof out->kernels, "f32 openblas");
+    if ((counts[LMS_WEIGHTS_F16] || counts[LMS_WEIGHTS_BF16]) && used < sizeof out->kernels)
+        used += (size_t)snprintf(out->kernels + used, sizeof out->kernels - used, "%s16-bit %s",
+                                 used ? ", " : "", mm->w16_tier);
+    if (counts[LMS_WEIGHTS_Q8] && used < sizeof out->kernels)
+        snprintf(out->kernels + used, sizeof out->kernels - used, "%sint8 %s", used ? ", " : "",
+                 mm->q8_tier);
+}
+
 void lms_engine_model_info(const lms_engine *e, lms_model_info *out)
 {
     const lms_model_config *c = &e->model->cfg;
@@ -173,6 +208,9 @@ void lms_engine_model_info(const lms_engine *e, lms_model_info *out)
     out->d_ff = c->d_ff;
     out->vocab_size = c->vocab_size;
     out->context_length = c->context_length;
+    out->precision = e->model->precision;
+    snprintf(out->precision_reason, sizeof out->precision_reason, "%s", e->model->precision_reason);
+    describe_weights(e, out);
 }
 
 const lms_engine_options *lms_engine_options_get(const lms_engine *e)

@@ -398,8 +398,8 @@ static lms_status prefill(score_state *j, prefix_cache_entry **entry, lms_error 
         j->res->cached_tokens = p;
         const kv_prefix *kv = prefix_cache_kv(*entry);
         if (b.n_score)
-            st = lm_head_label_logprobs(e->model, kv->last_hidden, NULL, 1, r->label_ids,
-                                        r->n_labels, b.lp, err);
+            st = lm_head_label_logprobs(e->model, &e->tune.matmul, kv->last_hidden, NULL, 1,
+                                        r->label_ids, r->n_labels, b.lp, err);
         for (int32_t s = 1; s < b.n_score && st == LMS_OK; s++)
             memcpy(b.lp + (size_t)s * r->n_labels, b.lp, (size_t)r->n_labels * sizeof(float));
         for (int32_t s = 0; s < b.n_score && st == LMS_OK; s++) {

@@ -67,7 +67,8 @@ def make(tmp, name, dtype, geometry=SMALL):
 
 
 def score(path):
-    proc = subprocess.run([LOCAL, "--model", path, "--request", "-"], input=json.dumps(REQUEST),
+    proc = subprocess.run([LOCAL, "--model", path, "--request", "-", "--precision", "f32"],
+                          input=json.dumps(REQUEST),
                           capture_output=True, text=True, timeout=1200, check=False)
     assert proc.returncode == 0, f"{path}: {proc.stdout}{proc.stderr}"
     return np.array(json.loads(proc.stdout)["logprobs"], dtype=np.float64)

@@ -80,8 +80,11 @@ def engine_cli():
 
 
 def run_engine(name, request, extra_args=()):
-    """(exit code, parsed stdout JSON, stderr) of lmscore-local on a request."""
-    cmd = [engine_cli(), "--model", model_path(name), "--request", "-", *extra_args]
+    """(exit code, parsed stdout JSON, stderr) of lmscore-local on a request,
+    in f32 arithmetic (the reference's; the other precisions have their own
+    gates, tests/unit/test_precision.c)."""
+    cmd = [engine_cli(), "--model", model_path(name), "--request", "-", "--precision", "f32",
+           *extra_args]
     proc = subprocess.run(cmd, input=json.dumps(request), capture_output=True, text=True,
                           timeout=ENGINE_TIMEOUT_S, check=False, env=ENGINE_ENV)
     try:

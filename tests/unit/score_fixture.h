@@ -1,6 +1,12 @@
 /*
  * score_fixture.h — helpers shared by the scoring tests: opening the demo
  * model from the build tree, random requests, and comparisons.
+ *
+ * The environment can run a test program in another precision:
+ * LMSCORE_TEST_MODEL names the model file under the build tree's models/
+ * (default tiny-qwen3.gguf), LMSCORE_TEST_PRECISION the precision (auto,
+ * f32, bf16, int8; default: the options'), LMSCORE_TEST_ISA=avx2 forces the
+ * AVX2 kernels.
  */
 #ifndef LMS_TEST_SCORE_FIXTURE_H
 #define LMS_TEST_SCORE_FIXTURE_H
@@ -23,10 +29,17 @@ static inline lms_engine_options fixture_options(void)
 
 static inline lms_engine *fixture_open(const lms_engine_options *opt)
 {
-    const char *dir = getenv("LMSCORE_BUILD_DIR");
+    const char *dir = getenv("LMSCORE_BUILD_DIR"), *model = getenv("LMSCORE_TEST_MODEL");
+    const char *precision = getenv("LMSCORE_TEST_PRECISION"), *isa = getenv("LMSCORE_TEST_ISA");
     char path[4096];
-    snprintf(path, sizeof path, "%s/models/tiny-qwen3.gguf", dir ? dir : "build");
+    snprintf(path, sizeof path, "%s/models/%s", dir ? dir : "build",
+             model ? model : "tiny-qwen3.gguf");
     lms_engine_options o = opt ? *opt : fixture_options();
+    if (precision && !lms_precision_parse(precision, &o.precision)) {
+        fprintf(stderr, "LMSCORE_TEST_PRECISION=%s: unknown precision\n", precision);
+        return NULL;
+    }
+    if (isa) o.avx2_only = strcmp(isa, "avx2") == 0;
     lms_engine *e = NULL;
     lms_error err = {0};
     if (lms_engine_open(path, &o, &e, &err) != LMS_OK) {

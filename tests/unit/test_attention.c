@@ -2,8 +2,11 @@
  * test_attention.c — attention (attention.c) run over its plans against a
  * double-precision reference of attention.h's visibility rules, in segment
  * and dense mode: a packed request, an extend over cached rows, independent
- * sequences, items shorter and longer than a block, at several row periods.
- * Padding rows must come out as exact zeros.
+ * sequences, items shorter and longer than a block, at several row periods,
+ * on every kernel tier the CPU runs. Padding rows must come out as exact
+ * zeros; the modes and tiers must give the same bits; and a row's output
+ * must not depend on how its batch is laid out (packed, one sequence, or an
+ * extend over the prefix's cached rows).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +21,8 @@
 
 #include "attention.h"
 #include "blas_probe.h"
+#include "cpu.h"
+#include "kernels.h"
 
 #define N_HEADS    4
 #define N_KV_HEADS 2
@@ -122,39 +127,75 @@ static void reference(const batch *b, const float *q, const float *k, const floa
     free(w);
 }
 
-/* Random inputs for batch b, the reference, and each mode's output. */
+/* The f32 kernel tiers this CPU runs. */
+typedef struct {
+    const char *name;
+    f32_kernel_fn *fn;
+    int32_t rows;
+} tier;
+
+static int cpu_tiers(tier *out)
+{
+    lms_cpu_features cpu;
+    lms_cpu_detect(&cpu);
+    int n = 0;
+    out[n++] = (tier){"generic", f32_kernel_generic, F32_ROWS_GENERIC};
+    if (cpu.avx2) out[n++] = (tier){"avx2", f32_kernel_avx2, F32_ROWS_AVX2};
+    if (cpu.avx512) out[n++] = (tier){"avx512", f32_kernel_avx512, F32_ROWS_AVX512};
+    return n;
+}
+
+/* attn_run over layout l with kernel tier k. */
+static void run_layout(const attn_layout *l, int32_t block_rows, const tier *k, int32_t cached,
+                       const float *q, const float *kk, const float *v, const float *ck,
+                       const float *cv, float *out)
+{
+    const attn_geometry geo = {N_HEADS, N_KV_HEADS, HEAD_DIM, block_rows, k->fn, k->rows};
+    attn_plan *plan = NULL;
+    lms_error err = {0};
+    assert_int_equal(attn_plan_create(l, &geo, cached, &plan, &err), LMS_OK);
+    attn_run(plan, q, kk, v, cached ? ck : NULL, cached ? cv : NULL, out);
+    attn_plan_free(plan);
+}
+
+/* Random inputs for batch b, the reference, and each mode's output on each
+ * tier: all within 1e-5 of the reference, all the same bits. */
 static void check_batch(const batch *b, int32_t period, uint64_t seed)
 {
     const int32_t br = blas_block_rows(period), t = b->n_rows;
-    float *q = calloc((size_t)(t + br) * Q_DIM, sizeof *q); /* block_rows spare rows */
+    float *q = malloc((size_t)t * Q_DIM * sizeof *q);
     float *k = malloc((size_t)t * KV_DIM * sizeof *k);
     float *v = malloc((size_t)t * KV_DIM * sizeof *v);
     float *ck = malloc((size_t)(b->cached + 1) * KV_DIM * sizeof *ck);
     float *cv = malloc((size_t)(b->cached + 1) * KV_DIM * sizeof *cv);
     float *out = malloc((size_t)t * Q_DIM * sizeof *out);
+    float *first = malloc((size_t)t * Q_DIM * sizeof *first);
     double *ref = malloc((size_t)t * Q_DIM * sizeof *ref);
-    assert_true(q && k && v && ck && cv && out && ref);
-    fill(q, (size_t)(t + br) * Q_DIM, seed);
+    assert_true(q && k && v && ck && cv && out && first && ref);
+    fill(q, (size_t)t * Q_DIM, seed);
     fill(k, (size_t)t * KV_DIM, seed + 1);
     fill(v, (size_t)t * KV_DIM, seed + 2);
     fill(ck, (size_t)b->cached * KV_DIM, seed + 3);
     fill(cv, (size_t)b->cached * KV_DIM, seed + 4);
     reference(b, q, k, v, ck, cv, ref);
 
-    const attn_geometry geo = {N_HEADS, N_KV_HEADS, HEAD_DIM, br};
-    for (int dense = 0; dense < 2; dense++) {
+    tier tiers[3];
+    const int n_tiers = cpu_tiers(tiers);
+    for (int run = 0; run < 2 * n_tiers; run++) {
+        const int dense = run % 2;
+        const tier *tr = &tiers[run / 2];
         const attn_layout l = {.n_rows = t,
                                .prefix_rows = b->prefix,
                                .n_segments = b->n_segs,
                                .seg_begin = b->begin,
                                .seg_end = b->end,
                                .dense_mask = dense};
-        attn_plan *plan = NULL;
-        lms_error err = {0};
-        assert_int_equal(attn_plan_create(&l, &geo, b->cached, &plan, &err), LMS_OK);
         fill(out, (size_t)t * Q_DIM, seed + 5); /* every row must be written */
-        attn_run(plan, q, k, v, b->cached ? ck : NULL, b->cached ? cv : NULL, out);
-        attn_plan_free(plan);
+        run_layout(&l, br, tr, b->cached, q, k, v, ck, cv, out);
+        if (run == 0) memcpy(first, out, (size_t)t * Q_DIM * sizeof *out);
+        if (memcmp(first, out, (size_t)t * Q_DIM * sizeof *out))
+            fail_msg("%s mode on the %s kernels differs from segment mode on %s",
+                     dense ? "dense" : "segment", tr->name, tiers[0].name);
         for (int32_t r = 0; r < t; r++) {
             const bool padding = r >= b->prefix && segment_of(b, r) < 0;
             for (int32_t i = 0; i < Q_DIM; i++) {
@@ -172,6 +213,7 @@ static void check_batch(const batch *b, int32_t period, uint64_t seed)
     free(ck);
     free(cv);
     free(out);
+    free(first);
     free(ref);
 }
 
@@ -210,12 +252,75 @@ static void test_independent_sequences(void **state)
     check_all(0, 0, lens, 5);
 }
 
+/* Copies rows [from, from + n) of every one of q, k, v (row-major, their
+ * widths) to row `to` of the destination buffers. */
+static void copy_rows(float *const dst[3], const float *const src[3], int32_t to, int32_t from,
+                      int32_t n)
+{
+    const size_t width[3] = {Q_DIM, KV_DIM, KV_DIM};
+    for (int i = 0; i < 3; i++)
+        memcpy(dst[i] + (size_t)to * width[i], src[i] + (size_t)from * width[i],
+               (size_t)n * width[i] * sizeof(float));
+}
+
+/* A prefix of 450 rows (more than a block) and two items: item B's rows
+ * give the same bits packed after the prefix and item A, as one sequence
+ * with the prefix, and as an extend over the prefix's cached K/V. */
+static void test_layout_does_not_change_a_row(void **state)
+{
+    (void)state;
+    enum { P = 450, A = 29, B = 37, T = P + A + B };
+    float *in[3], *seq[3], *out = malloc((size_t)T * Q_DIM * sizeof *out);
+    float *packed = malloc((size_t)T * Q_DIM * sizeof *packed);
+    const size_t width[3] = {Q_DIM, KV_DIM, KV_DIM};
+    for (int i = 0; i < 3; i++) {
+        in[i] = malloc((size_t)T * width[i] * sizeof(float));
+        seq[i] = malloc((size_t)T * width[i] * sizeof(float));
+        fill(in[i], (size_t)T * width[i], 11 + (uint64_t)i);
+    }
+    tier tiers[3];
+    const int n_tiers = cpu_tiers(tiers);
+    for (int ti = 0; ti < n_tiers; ti++) {
+        const tier *tr = &tiers[ti];
+        const int32_t begin[2] = {P, P + A}, end[2] = {P + A, T};
+        const attn_layout pack = {T, P, 2, begin, end, false};
+        run_layout(&pack, 384, tr, 0, in[0], in[1], in[2], NULL, NULL, packed);
+
+        /* prefix ++ B as one causal sequence */
+        copy_rows(seq, (const float *const *)in, 0, 0, P);
+        copy_rows(seq, (const float *const *)in, P, P + A, B);
+        const int32_t s_begin = 0, s_end = P + B;
+        const attn_layout one = {P + B, 0, 1, &s_begin, &s_end, false};
+        run_layout(&one, 384, tr, 0, seq[0], seq[1], seq[2], NULL, NULL, out);
+        if (memcmp(out, packed, (size_t)P * Q_DIM * sizeof *out) ||
+            memcmp(out + (size_t)P * Q_DIM, packed + (size_t)(P + A) * Q_DIM,
+                   (size_t)B * Q_DIM * sizeof *out))
+            fail_msg("%s: one sequence differs from the pack", tr->name);
+
+        /* B as an extend over the prefix's cached K/V */
+        const int32_t e_begin = 0, e_end = B;
+        const attn_layout extend = {B, 0, 1, &e_begin, &e_end, false};
+        run_layout(&extend, 384, tr, P, in[0] + (size_t)(P + A) * Q_DIM,
+                   in[1] + (size_t)(P + A) * KV_DIM, in[2] + (size_t)(P + A) * KV_DIM, in[1], in[2],
+                   out);
+        if (memcmp(out, packed + (size_t)(P + A) * Q_DIM, (size_t)B * Q_DIM * sizeof *out))
+            fail_msg("%s: the extend differs from the pack", tr->name);
+    }
+    for (int i = 0; i < 3; i++) {
+        free(in[i]);
+        free(seq[i]);
+    }
+    free(out);
+    free(packed);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_packed_request),
         cmocka_unit_test(test_extend_over_cached_rows),
         cmocka_unit_test(test_independent_sequences),
+        cmocka_unit_test(test_layout_does_not_change_a_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

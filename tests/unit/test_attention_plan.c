@@ -72,7 +72,8 @@ static attn_layout as_layout(const layout_spec *s, bool dense)
 static attn_plan *plan_of(const layout_spec *s, bool dense, int32_t cached)
 {
     attn_layout l = as_layout(s, dense);
-    attn_geometry geo = {4, 2, HEAD_DIM, blas_block_rows(s->period)};
+    attn_geometry geo = {
+        4, 2, HEAD_DIM, blas_block_rows(s->period), f32_kernel_generic, F32_ROWS_GENERIC};
     attn_plan *p = (attn_plan *)1;
     lms_error err = {0};
     if (attn_plan_create(&l, &geo, cached, &p, &err) != LMS_OK)
@@ -92,16 +93,18 @@ static void segment_of_rows(const layout_spec *s, int32_t *seg)
 }
 
 /* Floats of one thread's scratch that block b needs (attention.c's
- * block_head_segment: shared scores and output over block_rows rows, then
- * each piece's own scores one after another). */
+ * block_head_segment, a piece at a time: its rows' scores over the shared
+ * and own keys, then its own-key products in whole panels of 32 keys). */
 static size_t block_scratch_floats(const attn_plan *p, const attn_block *b)
 {
-    const size_t mc = (size_t)p->geo.block_rows;
-    size_t own = 0;
-    for (int32_t i = b->first_piece; i < b->end_piece; i++)
-        own += (size_t)(p->pieces[i].b - p->pieces[i].a) *
-               (size_t)(p->pieces[i].b - p->pieces[i].own0);
-    return mc * ((size_t)(p->cached + b->shared) + HEAD_DIM) + own;
+    size_t most = 0;
+    for (int32_t i = b->first_piece; i < b->end_piece; i++) {
+        const size_t rows = (size_t)(p->pieces[i].b - p->pieces[i].a);
+        const size_t own = (size_t)(p->pieces[i].b - p->pieces[i].own0);
+        const size_t need = rows * ((size_t)(p->cached + b->shared) + own) + rows * (own + 64);
+        if (need > most) most = need;
+    }
+    return most;
 }
 
 /* Every rule of a segment-mode plan, for a layout built by make_layout. */
@@ -327,7 +330,7 @@ static void test_random_layouts(void **state)
 static void test_bad_layouts_are_refused(void **state)
 {
     (void)state;
-    const attn_geometry geo = {4, 2, HEAD_DIM, 384};
+    const attn_geometry geo = {4, 2, HEAD_DIM, 384, f32_kernel_generic, F32_ROWS_GENERIC};
     const struct {
         int32_t n_rows, prefix, n_segs;
         int32_t begin[2], end[2];

@@ -327,11 +327,20 @@ static lms_model *load_ok(const char *path)
     return m;
 }
 
+/* A weight's f32 values (the loads here ask for f32): a vector's pointer,
+ * or a matrix's (lms_weights) data. */
 static const float *model_weight(const lms_model *m, const weight_def *d, int layer)
 {
-    const void *base = d->per_layer ? (const void *)&m->layers[layer] : (const void *)m;
+    const char *field =
+        (d->per_layer ? (const char *)&m->layers[layer] : (const char *)m) + d->field;
+    if (d->cols != DIM_NONE) {
+        lms_weights w;
+        memcpy(&w, field, sizeof w);
+        assert_int_equal(w.format, LMS_WEIGHTS_F32);
+        return w.f32;
+    }
     const float *p;
-    memcpy(&p, (const char *)base + d->field, sizeof p);
+    memcpy(&p, field, sizeof p);
     return p;
 }
 
@@ -410,8 +419,8 @@ static void test_gguf_qwen3_f32_used_in_place(void **state)
     assert_non_null(m->gguf);
     assert_null(m->hf_dir);
     /* f32 weights point into the mapping: nothing was allocated for them. */
-    assert_ptr_equal(m->tok_embd, gguf_find_tensor(m->gguf, "token_embd.weight")->data);
-    assert_ptr_equal(m->layers[1].wq, gguf_find_tensor(m->gguf, "blk.1.attn_q.weight")->data);
+    assert_ptr_equal(m->tok_embd.f32, gguf_find_tensor(m->gguf, "token_embd.weight")->data);
+    assert_ptr_equal(m->layers[1].wq.f32, gguf_find_tensor(m->gguf, "blk.1.attn_q.weight")->data);
     assert_int_equal(lms_alloc_current_bytes(), before);
     lms_model_free(m);
     assert_int_equal(lms_alloc_current_bytes(), before);
@@ -443,7 +452,7 @@ static void test_conversion_stops_when_asked(void **state)
     gw_free(&w);
 
     stop_after never = {.limit = -1};
-    lms_stop poll = {stop_after_polls, &never};
+    const lms_load_options poll = {LMS_PRECISION_F32, false, {stop_after_polls, &never}};
     lms_model *m;
     lms_error err = {0};
     if (lms_model_load(s->path, &poll, &m, &err) != LMS_OK) fail_msg("load failed: %s", err.msg);
@@ -454,7 +463,7 @@ static void test_conversion_stops_when_asked(void **state)
 
     size_t before = lms_alloc_current_bytes();
     stop_after three = {.limit = 3};
-    lms_stop stop = {stop_after_polls, &three};
+    const lms_load_options stop = {LMS_PRECISION_F32, false, {stop_after_polls, &three}};
     m = (lms_model *)1;
     assert_int_equal(lms_model_load(s->path, &stop, &m, &err), LMS_ERR_CANCELLED);
     assert_null(m);
@@ -479,7 +488,7 @@ static void test_gguf_llama_converted_tied_with_rope_freqs(void **state)
         assert_int_equal(m->cfg.rope_pairing, LMS_ROPE_NORM);
         assert_true(m->cfg.rope_theta == 10000.0f);
         assert_true(m->cfg.tied_embeddings);
-        assert_ptr_equal(m->output, m->tok_embd);
+        assert_ptr_equal(m->output.f32, m->tok_embd.f32);
         assert_non_null(m->cfg.rope_freq_factors);
         for (int i = 0; i < g.head_dim / 2; i++)
             assert_true(m->cfg.rope_freq_factors[i] ==
@@ -580,7 +589,7 @@ static void test_gguf_qwen2_biases_and_linear_rope(void **state)
     assert_int_equal(m->cfg.rope_pairing, LMS_ROPE_NEOX);
     assert_true(m->cfg.rope_scale_linear == 4.0f);
     assert_false(m->cfg.tied_embeddings);
-    assert_true(m->output != m->tok_embd);
+    assert_true(m->output.f32 != m->tok_embd.f32);
     lms_model_free(m);
     gw_free(&w);
 }
@@ -838,7 +847,7 @@ static void test_hf_qwen2_sharded_f16_tied(void **state)
     build_st(&w, &g, GGML_TYPE_F16, false);
     lms_model *m = write_hf_and_load(s->dir, &w, &g, 3, true, "");
     assert_true(m->cfg.tied_embeddings);
-    assert_ptr_equal(m->output, m->tok_embd);
+    assert_ptr_equal(m->output.f32, m->tok_embd.f32);
     lms_model_free(m);
     sw_free(&w);
 }

@@ -1,0 +1,201 @@
+/*
+ * kernels_avx2.c — the AVX2 micro-kernels (see kernels.h): the floor every
+ * low-precision path runs on (x86-64-v3: AVX2, FMA, F16C). Compiled with
+ * those enabled for this file only.
+ *
+ * f32 and 16-bit: a panel in two halves of 16 columns (2 vectors), 6 rows. Q8: a
+ * panel in four slices of 8 columns, 4 rows; without VNNI the codes are
+ * widened to 16 bits and multiplied in pairs (vpmaddwd: exact, no
+ * saturation), a slice's 4-column halves are summed per block and put back
+ * in column order. The sums and the f32 steps are those of the AVX-512
+ * kernels, element for element.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "weights.h"
+
+#define UNROLL _Pragma("GCC unroll 8")
+
+static inline __m256 widen_w16(const uint16_t *p, bool bf16)
+{
+    __m128i h = _mm_loadu_si128((const __m128i *)p);
+    if (bf16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    return _mm256_cvtph_ps(h);
+}
+
+/* The first n of 8 lanes to y (y = y + v when accumulating). */
+static inline void store_lanes(float *y, __m256 v, int32_t n, bool accumulate)
+{
+    if (n <= 0) return;
+    float lanes[8];
+    _mm256_storeu_ps(lanes, v);
+    if (n > 8) n = 8;
+    for (int32_t j = 0; j < n; j++)
+        y[j] = accumulate ? y[j] + lanes[j] : lanes[j];
+}
+
+/* Lanes [0, n) of 8 set (all when n >= 8, none when n <= 0). */
+static inline __m256i lane_mask(int32_t n)
+{
+    const __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), index);
+}
+
+/* 8 int32 codes in [-127, 127] as 8 bytes. */
+static inline void store_codes(int8_t *out, __m256i q)
+{
+    const __m128i q16 = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    _mm_storel_epi64((__m128i *)out, _mm_packs_epi16(q16, q16));
+}
+
+void f32_kernel_avx2(const float *const *x, int32_t k, const float *w, size_t ldw, float *y,
+                     size_t ldy, int32_t n_rows, int32_t n_cols, bool resume)
+{
+    enum { R = F32_ROWS_AVX2 };
+    for (int half = 0; half < 2; half++) {
+        const int32_t c0 = 16 * half;
+        if (n_cols <= c0) break;
+        const __m256i m0 = lane_mask(n_cols - c0), m1 = lane_mask(n_cols - c0 - 8);
+        __m256 acc[R][2];
+        UNROLL for (int i = 0; i < R; i++)
+        {
+            const float *yi = y + (size_t)(i < n_rows ? i : 0) * ldy + c0;
+            acc[i][0] = resume ? _mm256_maskload_ps(yi, m0) : _mm256_setzero_ps();
+            acc[i][1] = resume ? _mm256_maskload_ps(yi + 8, m1) : _mm256_setzero_ps();
+        }
+        for (int32_t kk = 0; kk < k; kk++) {
+            const float *wk = w + (size_t)kk * ldw + c0;
+            const __m256 w0 = _mm256_maskload_ps(wk, m0), w1 = _mm256_maskload_ps(wk + 8, m1);
+            UNROLL for (int i = 0; i < R; i++)
+            {
+                const __m256 xb = _mm256_set1_ps(x[i][kk]);
+                acc[i][0] = _mm256_fmadd_ps(xb, w0, acc[i][0]);
+                acc[i][1] = _mm256_fmadd_ps(xb, w1, acc[i][1]);
+            }
+        }
+        for (int i = 0; i < n_rows; i++) {
+            _mm256_maskstore_ps(y + (size_t)i * ldy + c0, m0, acc[i][0]);
+            _mm256_maskstore_ps(y + (size_t)i * ldy + c0 + 8, m1, acc[i][1]);
+        }
+    }
+}
+
+void w16_kernel_avx2(const float *const *x, int32_t k, const uint16_t *panel, bool bf16, float *y,
+                     size_t ldy, int32_t n_rows, int32_t n_cols, bool accumulate)
+{
+    enum { R = W16_ROWS_AVX2 };
+    for (int half = 0; half < 2; half++) {
+        const uint16_t *p = panel + 16 * half;
+        __m256 acc[R][2];
+        UNROLL for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+        for (int32_t kk = 0; kk < k; kk++) {
+            const uint16_t *w = p + (size_t)kk * LMS_PANEL;
+            const __m256 w0 = widen_w16(w, bf16), w1 = widen_w16(w + 8, bf16);
+            UNROLL for (int i = 0; i < R; i++)
+            {
+                const __m256 xb = _mm256_set1_ps(x[i][kk]);
+                acc[i][0] = _mm256_fmadd_ps(xb, w0, acc[i][0]);
+                acc[i][1] = _mm256_fmadd_ps(xb, w1, acc[i][1]);
+            }
+        }
+        for (int i = 0; i < n_rows; i++) {
+            float *row = y + (size_t)i * ldy + 16 * half;
+            store_lanes(row, acc[i][0], n_cols - 16 * half, accumulate);
+            store_lanes(row + 8, acc[i][1], n_cols - 16 * half - 8, accumulate);
+        }
+    }
+}
+
+void q8_kernel_avx2(const q8_act_row *x, int32_t blocks, const uint8_t *codes,
+                    const uint16_t *scales, float *y, size_t ldy, int32_t n_rows, int32_t n_cols,
+                    bool accumulate)
+{
+    enum { R = Q8_ROWS_AVX2 };
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    for (int slice = 0; slice < LMS_PANEL / 8; slice++) {
+        __m256 acc[R];
+        UNROLL for (int i = 0; i < R; i++) acc[i] = _mm256_setzero_ps();
+        for (int32_t b = 0; b < blocks; b++) {
+            const uint8_t *wb = codes + (size_t)b * LMS_Q8_BLOCK * LMS_PANEL + 32 * slice;
+            __m256i lo[R], hi[R]; /* columns 0-3 and 4-7 of the slice, per k pair */
+            UNROLL for (int i = 0; i < R; i++) lo[i] = hi[i] = _mm256_setzero_si256();
+            UNROLL for (int g = 0; g < LMS_Q8_BLOCK / 4; g++)
+            {
+                const __m256i w = _mm256_xor_si256(
+                    _mm256_loadu_si256((const __m256i *)(wb + g * 4 * LMS_PANEL)), flip);
+                const __m256i w_lo = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(w));
+                const __m256i w_hi = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(w, 1));
+                UNROLL for (int i = 0; i < R; i++)
+                {
+                    /* the 4 values' 15-bit codes 128 · hi + lo, as 16-bit words */
+                    const int8_t *xc = x[i].codes + (size_t)b * 2 * LMS_Q8_BLOCK + 4 * g;
+                    int32_t quad_hi, quad_lo;
+                    memcpy(&quad_hi, xc, sizeof quad_hi);
+                    memcpy(&quad_lo, xc + LMS_Q8_BLOCK, sizeof quad_lo);
+                    const __m128i x16 = _mm_add_epi16(
+                        _mm_slli_epi16(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(quad_hi)), 7),
+                        _mm_cvtepi8_epi16(_mm_cvtsi32_si128(quad_lo)));
+                    const __m256i xb = _mm256_broadcastq_epi64(x16);
+                    lo[i] = _mm256_add_epi32(lo[i], _mm256_madd_epi16(w_lo, xb));
+                    hi[i] = _mm256_add_epi32(hi[i], _mm256_madd_epi16(w_hi, xb));
+                }
+            }
+            const __m256 s = _mm256_cvtph_ps(
+                _mm_loadu_si128((const __m128i *)(scales + (size_t)b * LMS_PANEL + 8 * slice)));
+            UNROLL for (int i = 0; i < R; i++)
+            {
+                /* [c0 c1 c4 c5 | c2 c3 c6 c7] back to column order */
+                const __m256i sum = _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo[i], hi[i]), 0xD8);
+                const __m256 sx = _mm256_set1_ps(x[i].scale[b]);
+                acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(s, sx), acc[i]);
+            }
+        }
+        for (int i = 0; i < n_rows; i++)
+            store_lanes(y + (size_t)i * ldy + 8 * slice, acc[i], n_cols - 8 * slice, accumulate);
+    }
+}
+
+void q8_quantize_avx2(const float *x, int32_t k, int32_t blocks, int8_t *codes, float *scales,
+                      int32_t *comp)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
+    for (int32_t b = 0; b < blocks; b++) {
+        const int32_t first = b * LMS_Q8_BLOCK;
+        __m256 v[4];
+        __m256 m = _mm256_setzero_ps();
+        for (int h = 0; h < 4; h++) {
+            v[h] = _mm256_maskload_ps(x + first + 8 * h, lane_mask(k - first - 8 * h));
+            /* max(|v|, m) keeps m where v is NaN */
+            m = _mm256_max_ps(_mm256_andnot_ps(sign, v[h]), m);
+        }
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float d = _mm_cvtss_f32(m4) / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        const __m256 vd = _mm256_set1_ps(d), vid = _mm256_set1_ps(id);
+        const __m256 vid128 = _mm256_set1_ps(id * 128.0f);
+        __m256i sum = _mm256_setzero_si256();
+        int8_t *out = codes + (size_t)b * 2 * LMS_Q8_BLOCK;
+        for (int h = 0; h < 4; h++) {
+            /* max(t, -127) is -127 where t is NaN */
+            const __m256 t = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[h], vid), lo), hi);
+            const __m256 qh = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            const __m256 r = _mm256_sub_ps(v[h], _mm256_mul_ps(qh, vd));
+            const __m256 u = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(r, vid128), lo), hi);
+            const __m256i qhi = _mm256_cvtps_epi32(qh);
+            const __m256i qlo = _mm256_cvtps_epi32(
+                _mm256_round_ps(u, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+            store_codes(out + 8 * h, qhi);
+            store_codes(out + LMS_Q8_BLOCK + 8 * h, qlo);
+            sum = _mm256_add_epi32(sum, _mm256_add_epi32(_mm256_slli_epi32(qhi, 7), qlo));
+        }
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+        scales[b] = d * 0x1p-7f;
+        comp[b] = -128 * _mm_cvtsi128_si32(s4);
+    }
+}

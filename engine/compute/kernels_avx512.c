@@ -1,0 +1,180 @@
+/*
+ * kernels_avx512.c — the AVX-512 micro-kernels (see kernels.h). Compiled
+ * with AVX-512 F/BW/VL/VNNI enabled for this file only; matmul.c calls them
+ * only where the CPU has those.
+ *
+ * A panel's 32 columns are two 16-lane vectors. f32 and 16-bit: 8 rows × 2
+ * vectors of f32 accumulators, one broadcast x value per row and k. Q8: 6 rows × 2
+ * vectors of int32 block sums (vpdpbusd: the weights' code + 128 as the
+ * unsigned operand, x's codes as the signed one, the sum started at
+ * -128 × x's code sum so that it ends as the exact sum of code_w · code_x),
+ * and 6 × 2 f32 accumulators that take each block's sum times its scales.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "weights.h"
+
+#define UNROLL _Pragma("GCC unroll 8")
+
+/* The first n of 16 lanes. */
+static inline __mmask16 lane_mask(int32_t n)
+{
+    return n >= 16 ? 0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
+}
+
+static inline __m512 widen_w16(const uint16_t *p, bool bf16)
+{
+    __m256i h = _mm256_loadu_si256((const __m256i *)p);
+    if (bf16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    return _mm512_cvtph_ps(h);
+}
+
+static inline void store_row(float *y, __m512 lo, __m512 hi, int32_t n_cols, bool accumulate)
+{
+    const __mmask16 mlo = n_cols >= 16 ? 0xFFFF : (__mmask16)((1u << n_cols) - 1);
+    const __mmask16 mhi = n_cols >= 32   ? 0xFFFF
+                          : n_cols <= 16 ? 0
+                                         : (__mmask16)((1u << (n_cols - 16)) - 1);
+    if (accumulate) {
+        lo = _mm512_add_ps(_mm512_maskz_loadu_ps(mlo, y), lo);
+        hi = _mm512_add_ps(_mm512_maskz_loadu_ps(mhi, y + 16), hi);
+    }
+    _mm512_mask_storeu_ps(y, mlo, lo);
+    _mm512_mask_storeu_ps(y + 16, mhi, hi);
+}
+
+void f32_kernel_avx512(const float *const *x, int32_t k, const float *w, size_t ldw, float *y,
+                       size_t ldy, int32_t n_rows, int32_t n_cols, bool resume)
+{
+    enum { R = F32_ROWS_AVX512 };
+    const __mmask16 mlo = lane_mask(n_cols), mhi = lane_mask(n_cols - 16);
+    __m512 acc[R][2];
+    UNROLL for (int i = 0; i < R; i++)
+    {
+        const float *yi = y + (size_t)(i < n_rows ? i : 0) * ldy;
+        acc[i][0] = resume ? _mm512_maskz_loadu_ps(mlo, yi) : _mm512_setzero_ps();
+        acc[i][1] = resume ? _mm512_maskz_loadu_ps(mhi, yi + 16) : _mm512_setzero_ps();
+    }
+    for (int32_t kk = 0; kk < k; kk++) {
+        const float *wk = w + (size_t)kk * ldw;
+        const __m512 w0 = _mm512_maskz_loadu_ps(mlo, wk), w1 = _mm512_maskz_loadu_ps(mhi, wk + 16);
+        UNROLL for (int i = 0; i < R; i++)
+        {
+            const __m512 xb = _mm512_set1_ps(x[i][kk]);
+            acc[i][0] = _mm512_fmadd_ps(xb, w0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(xb, w1, acc[i][1]);
+        }
+    }
+    for (int i = 0; i < n_rows; i++) {
+        _mm512_mask_storeu_ps(y + (size_t)i * ldy, mlo, acc[i][0]);
+        _mm512_mask_storeu_ps(y + (size_t)i * ldy + 16, mhi, acc[i][1]);
+    }
+}
+
+void w16_kernel_avx512(const float *const *x, int32_t k, const uint16_t *panel, bool bf16, float *y,
+                       size_t ldy, int32_t n_rows, int32_t n_cols, bool accumulate)
+{
+    enum { R = W16_ROWS_AVX512 };
+    __m512 acc[R][2];
+    UNROLL for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (int32_t kk = 0; kk < k; kk++) {
+        const uint16_t *w = panel + (size_t)kk * LMS_PANEL;
+        const __m512 w0 = widen_w16(w, bf16), w1 = widen_w16(w + 16, bf16);
+        UNROLL for (int i = 0; i < R; i++)
+        {
+            const __m512 xb = _mm512_set1_ps(x[i][kk]);
+            acc[i][0] = _mm512_fmadd_ps(xb, w0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(xb, w1, acc[i][1]);
+        }
+    }
+    for (int i = 0; i < n_rows; i++)
+        store_row(y + (size_t)i * ldy, acc[i][0], acc[i][1], n_cols, accumulate);
+}
+
+void q8_kernel_avx512_vnni(const q8_act_row *x, int32_t blocks, const uint8_t *codes,
+                           const uint16_t *scales, float *y, size_t ldy, int32_t n_rows,
+                           int32_t n_cols, bool accumulate)
+{
+    enum { R = Q8_ROWS_AVX512 };
+    __m512 acc[R][2];
+    UNROLL for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (int32_t b = 0; b < blocks; b++) {
+        const uint8_t *wb = codes + (size_t)b * LMS_Q8_BLOCK * LMS_PANEL;
+        __m512i hi[R][2], lo[R][2];
+        UNROLL for (int i = 0; i < R; i++)
+        {
+            hi[i][0] = hi[i][1] = lo[i][0] = lo[i][1] = _mm512_setzero_si512();
+        }
+        UNROLL for (int g = 0; g < LMS_Q8_BLOCK / 4; g++)
+        {
+            const __m512i w0 = _mm512_loadu_si512(wb + g * 4 * LMS_PANEL);
+            const __m512i w1 = _mm512_loadu_si512(wb + g * 4 * LMS_PANEL + 64);
+            UNROLL for (int i = 0; i < R; i++)
+            {
+                const int8_t *xc = x[i].codes + (size_t)b * 2 * LMS_Q8_BLOCK + 4 * g;
+                int32_t quad_hi, quad_lo;
+                memcpy(&quad_hi, xc, sizeof quad_hi);
+                memcpy(&quad_lo, xc + LMS_Q8_BLOCK, sizeof quad_lo);
+                const __m512i xh = _mm512_set1_epi32(quad_hi), xl = _mm512_set1_epi32(quad_lo);
+                hi[i][0] = _mm512_dpbusd_epi32(hi[i][0], w0, xh);
+                hi[i][1] = _mm512_dpbusd_epi32(hi[i][1], w1, xh);
+                lo[i][0] = _mm512_dpbusd_epi32(lo[i][0], w0, xl);
+                lo[i][1] = _mm512_dpbusd_epi32(lo[i][1], w1, xl);
+            }
+        }
+        const uint16_t *sb = scales + (size_t)b * LMS_PANEL;
+        const __m512 s0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sb));
+        const __m512 s1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(sb + 16)));
+        UNROLL for (int i = 0; i < R; i++)
+        {
+            const __m512 sx = _mm512_set1_ps(x[i].scale[b]);
+            const __m512i comp = _mm512_set1_epi32(x[i].comp[b]);
+            const __m512i d0 =
+                _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi[i][0], 7), lo[i][0]), comp);
+            const __m512i d1 =
+                _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi[i][1], 7), lo[i][1]), comp);
+            acc[i][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_mul_ps(s0, sx), acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), _mm512_mul_ps(s1, sx), acc[i][1]);
+        }
+    }
+    for (int i = 0; i < n_rows; i++)
+        store_row(y + (size_t)i * ldy, acc[i][0], acc[i][1], n_cols, accumulate);
+}
+
+void q8_quantize_avx512(const float *x, int32_t k, int32_t blocks, int8_t *codes, float *scales,
+                        int32_t *comp)
+{
+    const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+    for (int32_t b = 0; b < blocks; b++) {
+        const int32_t first = b * LMS_Q8_BLOCK;
+        __m512 v[2];
+        for (int h = 0; h < 2; h++)
+            v[h] = _mm512_maskz_loadu_ps(lane_mask(k - first - 16 * h), x + first + 16 * h);
+        /* max(|v|, m) keeps m where v is NaN */
+        __m512 m = _mm512_max_ps(_mm512_abs_ps(v[0]), _mm512_setzero_ps());
+        m = _mm512_max_ps(_mm512_abs_ps(v[1]), m);
+        const float d = _mm512_reduce_max_ps(m) / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        const __m512 vd = _mm512_set1_ps(d), vid = _mm512_set1_ps(id);
+        const __m512 vid128 = _mm512_set1_ps(id * 128.0f);
+        __m512i sum = _mm512_setzero_si512();
+        int8_t *out = codes + (size_t)b * 2 * LMS_Q8_BLOCK;
+        for (int h = 0; h < 2; h++) {
+            /* max(t, -127) is -127 where t is NaN */
+            const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v[h], vid), lo), hi);
+            const __m512 qh =
+                _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            const __m512 r = _mm512_sub_ps(v[h], _mm512_mul_ps(qh, vd));
+            const __m512 u = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(r, vid128), lo), hi);
+            const __m512i qhi = _mm512_cvtps_epi32(qh);
+            const __m512i qlo = _mm512_cvtps_epi32(
+                _mm512_roundscale_ps(u, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+            _mm_storeu_si128((__m128i *)(out + 16 * h), _mm512_cvtepi32_epi8(qhi));
+            _mm_storeu_si128((__m128i *)(out + LMS_Q8_BLOCK + 16 * h), _mm512_cvtepi32_epi8(qlo));
+            sum = _mm512_add_epi32(sum, _mm512_add_epi32(_mm512_slli_epi32(qhi, 7), qlo));
+        }
+        scales[b] = d * 0x1p-7f;
+        comp[b] = -128 * _mm512_reduce_add_epi32(sum);
+    }
+}

@@ -1,0 +1,92 @@
+/*
+ * weights.c — the packed formats' element values (see weights.h).
+ */
+#include "weights.h"
+
+#include <string.h>
+
+#include "half.h"
+
+static const char *const PRECISION_NAMES[] = {
+    [LMS_PRECISION_AUTO] = "auto",
+    [LMS_PRECISION_F32] = "f32",
+    [LMS_PRECISION_BF16] = "bf16",
+    [LMS_PRECISION_INT8] = "int8",
+};
+
+const char *lms_precision_name(lms_precision precision)
+{
+    if ((unsigned)precision < sizeof PRECISION_NAMES / sizeof *PRECISION_NAMES)
+        return PRECISION_NAMES[precision];
+    return "unknown";
+}
+
+bool lms_precision_parse(const char *name, lms_precision *out)
+{
+    for (unsigned i = 0; i < sizeof PRECISION_NAMES / sizeof *PRECISION_NAMES; i++)
+        if (strcmp(name, PRECISION_NAMES[i]) == 0) {
+            *out = (lms_precision)i;
+            return true;
+        }
+    return false;
+}
+
+const char *lms_weights_format_name(lms_weights_format format)
+{
+    switch (format) {
+    case LMS_WEIGHTS_F32:
+        return "f32";
+    case LMS_WEIGHTS_F16:
+        return "f16";
+    case LMS_WEIGHTS_BF16:
+        return "bf16";
+    case LMS_WEIGHTS_Q8:
+        return "q8";
+    }
+    return "unknown";
+}
+
+size_t lms_weights_bytes(const lms_weights *w)
+{
+    const size_t panels = (size_t)lms_weights_panels(w), blocks = (size_t)lms_weights_blocks(w);
+    switch (w->format) {
+    case LMS_WEIGHTS_F32:
+        return (size_t)w->n * (size_t)w->k * sizeof(float);
+    case LMS_WEIGHTS_F16:
+    case LMS_WEIGHTS_BF16:
+        return panels * (size_t)w->k * LMS_PANEL * sizeof(uint16_t);
+    case LMS_WEIGHTS_Q8:
+        return panels * blocks * LMS_PANEL * (LMS_Q8_BLOCK + sizeof(uint16_t));
+    }
+    return 0;
+}
+
+void lms_weights_row(const lms_weights *w, int32_t r, float *out)
+{
+    const size_t p = (size_t)(r / LMS_PANEL), j = (size_t)(r % LMS_PANEL);
+    switch (w->format) {
+    case LMS_WEIGHTS_F32:
+        memcpy(out, w->f32 + (size_t)r * w->k, (size_t)w->k * sizeof *out);
+        return;
+    case LMS_WEIGHTS_F16:
+    case LMS_WEIGHTS_BF16: {
+        const uint16_t *col = w->w16 + p * (size_t)w->k * LMS_PANEL + j;
+        for (int32_t kk = 0; kk < w->k; kk++) {
+            uint16_t h = col[(size_t)kk * LMS_PANEL];
+            out[kk] = w->format == LMS_WEIGHTS_F16 ? lms_f16_to_f32(h) : lms_bf16_to_f32(h);
+        }
+        return;
+    }
+    case LMS_WEIGHTS_Q8: {
+        const size_t blocks = (size_t)lms_weights_blocks(w);
+        for (int32_t kk = 0; kk < w->k; kk++) {
+            const size_t b = (size_t)kk / LMS_Q8_BLOCK, i = (size_t)kk % LMS_Q8_BLOCK;
+            const size_t pb = p * blocks + b;
+            const uint8_t code =
+                w->q8[pb * LMS_Q8_BLOCK * LMS_PANEL + (i / 4) * LMS_PANEL * 4 + j * 4 + i % 4];
+            out[kk] = (float)((int32_t)code - 128) * lms_f16_to_f32(w->scale16[pb * LMS_PANEL + j]);
+        }
+        return;
+    }
+    }
+}

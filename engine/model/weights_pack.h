@@ -1,0 +1,48 @@
+/*
+ * weights_pack.h — stored tensors into the packed formats of weights.h.
+ *
+ * What each (stored type, format) pair does to the values:
+ *
+ *   same 16-bit type -> F16/BF16   copied bits: exact
+ *   Q8_0 -> Q8                     the same codes and f16 scales: exact
+ *   F32/F16/BF16/Q8_0 -> BF16      the f32 value rounded to bf16 (nearest even)
+ *   F32/F16/BF16 -> Q8             ggml's Q8_0 quantiser on the f32 values
+ *                                  (a Q8_0 GGUF of the same weights would
+ *                                  hold the same codes and scales)
+ *
+ * Packing runs in parallel (OpenMP), in chunks of panels handed out
+ * dynamically over all the jobs at once.
+ */
+#ifndef LMS_WEIGHTS_PACK_H
+#define LMS_WEIGHTS_PACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "lmscore.h"
+#include "dtype.h"
+#include "weights.h"
+
+/* Can a tensor stored as type become format? (F32 is lms_convert_to_f32's.) */
+bool lms_pack_supported(lms_dtype type, lms_weights_format format);
+
+/* Sets *w to an n × k matrix of format with its data in one lms_alloc'ed
+ * buffer, returned in *buffer (the caller owns it; the contents are
+ * written by lms_pack_run). format must not be F32. */
+lms_status lms_weights_alloc(lms_weights *w, lms_weights_format format, int32_t n, int32_t k,
+                             void **buffer, lms_error *err);
+
+/* One tensor to pack: src holds the n × k matrix dst describes, stored
+ * row-major as type (Q8_0: k a multiple of 32). */
+typedef struct {
+    lms_dtype type;
+    const void *src;
+    const lms_weights *dst;
+} lms_pack_job;
+
+/* stop (may be NULL) is polled before each chunk; once it says stop the
+ * call fails with LMS_ERR_CANCELLED and the outputs are partly written. */
+lms_status lms_pack_run(const lms_pack_job *jobs, size_t n_jobs, const lms_stop *stop,
+                        lms_error *err);
+
+#endif

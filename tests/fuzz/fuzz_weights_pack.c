@@ -1,0 +1,90 @@
+/*
+ * fuzz_weights_pack.c — libFuzzer target for packing stored tensors into
+ * the kernels' formats (weights_pack.c) and multiplying by them (matmul.c,
+ * kernels_*.c). The first bytes pick the stored type (f32, f16, bf16, q8_0
+ * with any scale bits: NaN, infinities, subnormals), the shape (rows not a
+ * multiple of the panel, k not a multiple of the block) and the activation
+ * rows; the rest, copied to a buffer of exactly the tensor's size, is the
+ * tensor. Every format it can be packed into is packed, read back row by
+ * row and multiplied; each kernel tier the CPU runs must give the same
+ * bits (NaN matching NaN), ASan/UBSan watch the rest.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "cpu.h"
+#include "matmul.h"
+#include "weights_pack.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const lms_dtype TYPES[] = {LMS_DTYPE_F32, LMS_DTYPE_F16, LMS_DTYPE_BF16, LMS_DTYPE_Q8_0};
+static const lms_weights_format FORMATS[] = {LMS_WEIGHTS_F16, LMS_WEIGHTS_BF16, LMS_WEIGHTS_Q8};
+
+static bool same_bits(const float *a, const float *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof *a) && !(isnan(a[i]) && isnan(b[i]))) return false;
+    return true;
+}
+
+/* x·Wᵀ on the AVX2 tier and, where the CPU has it, the AVX-512 one. */
+static void multiply(const lms_weights *w, const float *x, int32_t rows)
+{
+    lms_cpu_features cpu;
+    lms_cpu_detect(&cpu);
+    if (!cpu.avx2) return;
+    float *y[2] = {calloc((size_t)rows * w->n, sizeof(float)),
+                   calloc((size_t)rows * w->n, sizeof(float))};
+    matmul_scratch *s = matmul_scratch_create(rows, w->k);
+    if (!y[0] || !y[1] || !s) abort();
+    for (int t = 0; t < (cpu.avx512 ? 2 : 1); t++) {
+        matmul_config cfg;
+        matmul_config_init(&cfg, &cpu, t == 0, 8);
+        matmul(&cfg, w, x, rows, MATMUL_ACCUMULATE, y[t], s);
+    }
+    if (cpu.avx512 && !same_bits(y[0], y[1], (size_t)rows * w->n)) {
+        fprintf(stderr, "the AVX2 and AVX-512 kernels differ on a %s matrix\n",
+                lms_weights_format_name(w->format));
+        abort();
+    }
+    matmul_scratch_free(s);
+    free(y[0]);
+    free(y[1]);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 4) return 0;
+    const lms_dtype type = TYPES[data[0] % 4];
+    const int32_t n = 1 + data[1] % 70, rows = 1 + data[3] % 9;
+    const int32_t k = type == LMS_DTYPE_Q8_0 ? 32 * (1 + data[2] % 6) : 1 + data[2] % 200;
+    const size_t bytes = (size_t)n * k / lms_dtype_block_elements(type) * lms_dtype_block_bytes(type);
+    if (size - 4 < bytes) return 0;
+    unsigned char *src = malloc(bytes);
+    float *row = malloc((size_t)k * sizeof *row), *x = malloc((size_t)rows * k * sizeof *x);
+    if (!src || !row || !x) abort();
+    memcpy(src, data + 4, bytes);
+    for (size_t i = 0; i < (size_t)rows * k; i++) /* the tail's bytes, else a ramp */
+        x[i] = 4 + bytes + i < size ? (float)(int8_t)data[4 + bytes + i] / 8.0f : (float)i / 64.0f;
+    for (size_t f = 0; f < sizeof FORMATS / sizeof *FORMATS; f++) {
+        if (!lms_pack_supported(type, FORMATS[f])) continue;
+        lms_weights w;
+        void *buffer;
+        lms_error err;
+        if (lms_weights_alloc(&w, FORMATS[f], n, k, &buffer, &err) != LMS_OK) abort();
+        const lms_pack_job job = {type, src, &w};
+        if (lms_pack_run(&job, 1, NULL, &err) != LMS_OK) abort();
+        for (int32_t r = 0; r < n; r++)
+            lms_weights_row(&w, r, row);
+        multiply(&w, x, rows);
+        lms_free(buffer);
+    }
+    free(src);
+    free(row);
+    free(x);
+    return 0;
+}

@@ -1,0 +1,352 @@
+/*
+ * test_matmul.c — the packed weight formats (model/weights*.c) and the
+ * projection kernels (compute/matmul.c, kernels_*.c): every element of a
+ * packed matrix is the value weights_pack.h promises; every tier's product
+ * is, bit for bit, the sequence of operations kernels.h documents, computed
+ * here in plain C; rows do not depend on the batch around them; the
+ * activation quantiser matches its definition. Shapes are odd on purpose:
+ * columns not a multiple of the panel, k not a multiple of the block.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "cpu.h"
+#include "half.h"
+#include "matmul.h"
+#include "weights_pack.h"
+
+static float uniform(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(*s >> 40) / (double)(1 << 24)) * 2.0f - 1.0f;
+}
+
+/* A stored tensor of type made from f32 values: its bytes (Q8_0 by ggml's
+ * reference quantiser, written out here independently of the engine). */
+static unsigned char *store(lms_dtype type, const float *v, int32_t n, int32_t k)
+{
+    const size_t count = (size_t)n * k;
+    unsigned char *out = malloc(count * 4);
+    assert_non_null(out);
+    for (size_t i = 0; i < count; i++) {
+        if (type == LMS_DTYPE_F32) memcpy(out + 4 * i, &v[i], 4);
+        uint16_t h = type == LMS_DTYPE_F16 ? lms_f32_to_f16(v[i]) : lms_f32_to_bf16(v[i]);
+        if (type == LMS_DTYPE_F16 || type == LMS_DTYPE_BF16) memcpy(out + 2 * i, &h, 2);
+    }
+    if (type == LMS_DTYPE_Q8_0) {
+        for (size_t b = 0; b < count / 32; b++) {
+            float amax = 0.0f;
+            for (int i = 0; i < 32; i++)
+                amax = fmaxf(amax, fabsf(v[32 * b + i]));
+            const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+            const uint16_t dh = lms_f32_to_f16(d);
+            memcpy(out + 34 * b, &dh, 2);
+            for (int i = 0; i < 32; i++)
+                out[34 * b + 2 + i] = (unsigned char)(int8_t)roundf(v[32 * b + i] * id);
+        }
+    }
+    return out;
+}
+
+/* Element i of a tensor stored as type (bytes src; f32 holds the values
+ * an F32 tensor stores). */
+static float stored_value(lms_dtype type, const unsigned char *src, const float *f32, size_t i)
+{
+    uint16_t h;
+    switch (type) {
+    case LMS_DTYPE_F16:
+    case LMS_DTYPE_BF16:
+        memcpy(&h, src + 2 * i, 2);
+        return type == LMS_DTYPE_F16 ? lms_f16_to_f32(h) : lms_bf16_to_f32(h);
+    case LMS_DTYPE_Q8_0:
+        memcpy(&h, src + 34 * (i / 32), 2);
+        return (float)(int8_t)src[34 * (i / 32) + 2 + i % 32] * lms_f16_to_f32(h);
+    default:
+        return f32[i];
+    }
+}
+
+/* The value weights_pack.h promises for element i packed as format. */
+static float expected(lms_dtype type, const unsigned char *src, const float *f32, size_t i,
+                      lms_weights_format format)
+{
+    const float stored = stored_value(type, src, f32, i);
+    if (format == LMS_WEIGHTS_F16 || (format == LMS_WEIGHTS_BF16 && type == LMS_DTYPE_BF16))
+        return stored;
+    if (format == LMS_WEIGHTS_BF16) return lms_bf16_to_f32(lms_f32_to_bf16(stored));
+    if (type == LMS_DTYPE_Q8_0) return stored;
+    /* Q8 from floats: ggml's Q8_0 of the element's block of 32 */
+    float amax = 0.0f;
+    for (size_t j = i / 32 * 32; j < i / 32 * 32 + 32; j++)
+        amax = fmaxf(amax, fabsf(stored_value(type, src, f32, j)));
+    const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    return (float)(int8_t)roundf(stored * id) * lms_f16_to_f32(lms_f32_to_f16(d));
+}
+
+/* A packed n × k matrix of format from stored type; frees nothing: the
+ * caller lms_free's *buffer. */
+static lms_weights pack(lms_dtype type, const unsigned char *src, lms_weights_format format,
+                        int32_t n, int32_t k, void **buffer)
+{
+    lms_weights w;
+    lms_error err = {0};
+    assert_int_equal(lms_weights_alloc(&w, format, n, k, buffer, &err), LMS_OK);
+    const lms_pack_job job = {type, src, &w};
+    assert_int_equal(lms_pack_run(&job, 1, NULL, &err), LMS_OK);
+    return w;
+}
+
+/* Every (stored type, format) pair: lms_weights_row gives the promised
+ * value of every element, on 45 × 96 (Q8_0) or 45 × 70 matrices. */
+static void test_packed_values(void **state)
+{
+    (void)state;
+    const lms_dtype types[] = {LMS_DTYPE_F32, LMS_DTYPE_F16, LMS_DTYPE_BF16, LMS_DTYPE_Q8_0};
+    const lms_weights_format formats[] = {LMS_WEIGHTS_F16, LMS_WEIGHTS_BF16, LMS_WEIGHTS_Q8};
+    for (size_t t = 0; t < 4; t++) {
+        /* k a multiple of 32 for Q8_0 (whole blocks), and for Q8 from
+         * floats (its reference reads whole blocks) */
+        const int32_t n = 45, k = 96;
+        uint64_t seed = 3 + t;
+        float *v = malloc((size_t)n * k * sizeof *v), *row = malloc((size_t)k * sizeof *row);
+        for (size_t i = 0; i < (size_t)n * k; i++)
+            v[i] = uniform(&seed) * (i % 7 == 0 ? 40.0f : 1.0f);
+        unsigned char *src = store(types[t], v, n, k);
+        for (size_t f = 0; f < 3; f++) {
+            if (!lms_pack_supported(types[t], formats[f])) continue;
+            void *buffer;
+            const lms_weights w = pack(types[t], src, formats[f], n, k, &buffer);
+            for (int32_t r = 0; r < n; r++) {
+                lms_weights_row(&w, r, row);
+                for (int32_t i = 0; i < k; i++) {
+                    const float want = expected(types[t], src, v, (size_t)r * k + i, formats[f]);
+                    if (memcmp(&row[i], &want, sizeof want))
+                        fail_msg("%s -> %s: [%d][%d] = %.9g, want %.9g", lms_dtype_name(types[t]),
+                                 lms_weights_format_name(formats[f]), r, i, row[i], want);
+                }
+            }
+            lms_free(buffer);
+        }
+        free(src);
+        free(v);
+        free(row);
+    }
+}
+
+/* The kernels' arithmetic, per kernels.h, in plain C from the packed
+ * values (16-bit) or codes (Q8, with x quantised by the tier's quantiser). */
+static float reference_element(const lms_weights *w, const matmul_input *in, int32_t r, int32_t c,
+                               const float *wrow)
+{
+    float acc = 0.0f;
+    if (w->format != LMS_WEIGHTS_Q8) {
+        for (int32_t kk = 0; kk < w->k; kk++)
+            acc = fmaf(in->x[(size_t)r * w->k + kk], wrow[kk], acc);
+        return acc;
+    }
+    const int32_t blocks = lms_weights_blocks(w);
+    const size_t p = (size_t)c / LMS_PANEL, j = (size_t)c % LMS_PANEL;
+    for (int32_t b = 0; b < blocks; b++) {
+        const size_t pb = p * blocks + b;
+        int32_t sum = 0;
+        for (int i = 0; i < LMS_Q8_BLOCK; i++) {
+            const int32_t code =
+                w->q8[pb * LMS_Q8_BLOCK * LMS_PANEL + (i / 4) * LMS_PANEL * 4 + j * 4 + i % 4] -
+                128;
+            const int8_t *xc = in->codes + ((size_t)r * blocks + b) * 2 * LMS_Q8_BLOCK;
+            sum += code * (128 * xc[i] + xc[LMS_Q8_BLOCK + i]);
+        }
+        const float scale =
+            lms_f16_to_f32(w->scale16[pb * LMS_PANEL + j]) * in->scales[(size_t)r * blocks + b];
+        acc = fmaf((float)sum, scale, acc);
+    }
+    return acc;
+}
+
+typedef struct {
+    const char *name;
+    bool avx2_only;
+} tier;
+
+static int tiers(const lms_cpu_features *cpu, tier *out)
+{
+    int n = 0;
+    if (cpu->avx2) out[n++] = (tier){"avx2", true};
+    if (cpu->avx512) out[n++] = (tier){"avx512", false};
+    return n;
+}
+
+/* Store and accumulate, 1..40 rows, on every tier: the exact reference;
+ * and each row alone equals the row inside the batch. */
+static void test_kernels_are_the_reference(void **state)
+{
+    (void)state;
+    lms_cpu_features cpu;
+    lms_cpu_detect(&cpu);
+    if (!cpu.avx2) skip();
+    tier t[2];
+    const int n_tiers = tiers(&cpu, t);
+    const int32_t n = 77, k = 70, max_rows = 40;
+    uint64_t seed = 11;
+    float *v = malloc((size_t)n * k * sizeof *v), *x = malloc((size_t)max_rows * k * sizeof *x);
+    float *y = malloc((size_t)max_rows * n * sizeof *y), *alone = malloc((size_t)n * sizeof *alone);
+    float *wrows = malloc((size_t)n * k * sizeof *wrows);
+    for (size_t i = 0; i < (size_t)n * k; i++)
+        v[i] = uniform(&seed);
+    for (size_t i = 0; i < (size_t)max_rows * k; i++)
+        x[i] = uniform(&seed) * (i % 11 == 0 ? 8.0f : 1.0f);
+    unsigned char *src32 = store(LMS_DTYPE_F32, v, n, k), *src16 = store(LMS_DTYPE_F16, v, n, k);
+    const lms_weights_format formats[] = {LMS_WEIGHTS_F16, LMS_WEIGHTS_BF16, LMS_WEIGHTS_Q8};
+    matmul_scratch *s = matmul_scratch_create(max_rows, k), *s1 = matmul_scratch_create(1, k);
+    assert_true(s && s1);
+    for (size_t f = 0; f < 3; f++) {
+        void *buffer;
+        const bool f16 = formats[f] == LMS_WEIGHTS_F16;
+        const lms_weights w = pack(f16 ? LMS_DTYPE_F16 : LMS_DTYPE_F32, f16 ? src16 : src32,
+                                   formats[f], n, k, &buffer);
+        for (int32_t r = 0; r < n; r++)
+            lms_weights_row(&w, r, wrows + (size_t)r * k);
+        for (int ti = 0; ti < n_tiers; ti++) {
+            matmul_config cfg;
+            matmul_config_init(&cfg, &cpu, t[ti].avx2_only, 8);
+            for (int32_t rows = 1; rows <= max_rows; rows += 13) {
+                for (int mode = 0; mode < 2; mode++) {
+                    for (size_t i = 0; i < (size_t)rows * n; i++)
+                        y[i] = (float)i * 0.25f;
+                    matmul(&cfg, &w, x, rows, mode ? MATMUL_ACCUMULATE : MATMUL_STORE, y, s);
+                    matmul_input in;
+                    matmul_prepare(&cfg, &w, x, rows, s, &in);
+                    for (int32_t r = 0; r < rows; r++)
+                        for (int32_t c = 0; c < n; c++) {
+                            float want = reference_element(&w, &in, r, c, wrows + (size_t)c * k);
+                            if (mode) want = (float)((size_t)r * n + c) * 0.25f + want;
+                            const float got = y[(size_t)r * n + c];
+                            if (memcmp(&got, &want, sizeof got))
+                                fail_msg("%s on %s, %d rows, %s: [%d][%d] = %.9g, want %.9g",
+                                         lms_weights_format_name(formats[f]), t[ti].name, rows,
+                                         mode ? "accumulate" : "store", r, c, got, want);
+                        }
+                    if (mode) continue;
+                    for (int32_t r = 0; r < rows; r++) {
+                        matmul(&cfg, &w, x + (size_t)r * k, 1, MATMUL_STORE, alone, s1);
+                        if (memcmp(alone, y + (size_t)r * n, (size_t)n * sizeof *alone))
+                            fail_msg("%s on %s: row %d alone differs from row %d of %d",
+                                     lms_weights_format_name(formats[f]), t[ti].name, r, r, rows);
+                    }
+                }
+            }
+        }
+        lms_free(buffer);
+    }
+    matmul_scratch_free(s);
+    matmul_scratch_free(s1);
+    free(src32);
+    free(src16);
+    free(v);
+    free(x);
+    free(y);
+    free(alone);
+    free(wrows);
+}
+
+/* The activation quantiser on every tier against its definition
+ * (kernels.h), with zeros, NaN, huge values and a short last block. */
+static void test_quantiser(void **state)
+{
+    (void)state;
+    lms_cpu_features cpu;
+    lms_cpu_detect(&cpu);
+    if (!cpu.avx2) skip();
+    tier t[2];
+    const int n_tiers = tiers(&cpu, t);
+    enum { K = 77, BLOCKS = 3 };
+    float x[BLOCKS * 32] = {0};
+    uint64_t seed = 5;
+    for (int32_t i = 0; i < K; i++)
+        x[i] = uniform(&seed) * 3.0f;
+    for (int32_t i = 32; i < 64; i++)
+        x[i] = 0.0f; /* an all-zero block: scale 0, codes 0 */
+    x[70] = NAN;
+    x[71] = -1e30f;
+    for (int ti = 0; ti < n_tiers; ti++) {
+        matmul_config cfg;
+        matmul_config_init(&cfg, &cpu, t[ti].avx2_only, 8);
+        int8_t codes[BLOCKS * 64];
+        float scales[BLOCKS];
+        int32_t comp[BLOCKS];
+        memset(codes, 0x55, sizeof codes);
+        cfg.q8_quantize(x, K, BLOCKS, codes, scales, comp);
+        for (int32_t b = 0; b < BLOCKS; b++) {
+            float amax = 0.0f;
+            for (int32_t i = 32 * b; i < 32 * b + 32; i++)
+                amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+            const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+            const float scale = d * 0x1p-7f;
+            assert_true(memcmp(&scales[b], &scale, sizeof scale) == 0);
+            int32_t sum = 0;
+            for (int32_t i = 32 * b; i < 32 * b + 32; i++) {
+                const float h = x[i] * id;
+                const float hc = h > -127.0f ? (h < 127.0f ? h : 127.0f) : -127.0f;
+                const float hi = nearbyintf(hc);
+                const float r = x[i] - hi * d;
+                const float l = r * (id * 128.0f);
+                const float lc = l > -127.0f ? (l < 127.0f ? l : 127.0f) : -127.0f;
+                const int32_t want_hi = (int32_t)hi, want_lo = (int32_t)nearbyintf(lc);
+                const int8_t *got = codes + b * 64 + i % 32;
+                if (got[0] != want_hi || got[32] != want_lo)
+                    fail_msg("%s: value %d codes (%d, %d), want (%d, %d)", t[ti].name, i, got[0],
+                             got[32], want_hi, want_lo);
+                sum += 128 * want_hi + want_lo;
+            }
+            assert_int_equal(comp[b], -128 * sum);
+        }
+        assert_int_equal(codes[2 * 64 + 70 % 32], -127); /* NaN */
+    }
+}
+
+/* Two codes per value carry 15 bits: |x - (128 hi + lo) scale| is at most
+ * scale/2, plus the f32 rounding of the residual (an ulp of x). */
+static void test_quantiser_precision(void **state)
+{
+    (void)state;
+    lms_cpu_features cpu;
+    lms_cpu_detect(&cpu);
+    if (!cpu.avx2) skip();
+    matmul_config cfg;
+    matmul_config_init(&cfg, &cpu, false, 8);
+    float x[32];
+    uint64_t seed = 9;
+    for (int rep = 0; rep < 1000; rep++) {
+        for (int i = 0; i < 32; i++)
+            x[i] = uniform(&seed) * (float)(1 + rep % 50);
+        int8_t codes[64];
+        float scale;
+        int32_t comp;
+        cfg.q8_quantize(x, 32, 1, codes, &scale, &comp);
+        for (int i = 0; i < 32; i++) {
+            const double back = (128.0 * codes[i] + codes[32 + i]) * scale;
+            if (fabs(back - x[i]) > 0.5 * scale + fabs(x[i]) * 0x1p-23)
+                fail_msg("x = %.9g comes back as %.9g (scale %.9g)", x[i], back, scale);
+        }
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_packed_values),
+        cmocka_unit_test(test_kernels_are_the_reference),
+        cmocka_unit_test(test_quantiser),
+        cmocka_unit_test(test_quantiser_precision),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
