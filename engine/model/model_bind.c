@@ -337,7 +337,7 @@ static lms_status bind_matrix(binder *b, const char *name, const slot_shape *sha
     if (st != LMS_OK) return lms_fail_context(err, "tensor '%s'", name);
     st = lms_model_keep(b->model, buffer, err);
     if (st != LMS_OK) return st;
-    b->packs[b->n_packs++] = (lms_pack_job){t.dtype, t.data, out};
+    b->packs[b->n_packs++] = (lms_pack_job){t.dtype, t.data, out, b->src->file_backed};
     return LMS_OK;
 }
 

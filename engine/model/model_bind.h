@@ -78,6 +78,9 @@ typedef struct {
     bool (*find)(const void *ctx, const char *name, size_t *index);
     void (*describe)(const void *ctx, size_t index, lms_stored_tensor *out);
     const void *ctx;
+    /* Tensor data lies in read-only file mappings: a tensor's pages may be
+     * dropped from memory once it is packed (they read back from the file). */
+    bool file_backed;
 } lms_tensor_source;
 
 /* An empty model with its storage, for a front-end to fill; free it with

@@ -210,6 +210,7 @@ lms_status lms_model_load_gguf(lms_model *model, const char *path, const lms_loa
             .find = gguf_source_find,
             .describe = gguf_source_describe,
             .ctx = f,
+            .file_backed = true,
         };
         st = lms_model_bind(model, &src, opt, err);
     }

@@ -478,6 +478,7 @@ static lms_status load_weights(lms_model *model, const char *dir, const lms_load
             .find = hf_source_find,
             .describe = hf_source_describe,
             .ctx = &tensors,
+            .file_backed = true,
         };
         st = lms_model_bind(model, &src, opt, err);
     }

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "ggml_blocks.h"
@@ -168,14 +170,30 @@ typedef struct {
     int32_t first_panel, n_panels;
 } chunk;
 
+/* Drops the whole pages of [begin, end) from memory. */
+static void release_pages(const unsigned char *begin, const unsigned char *end)
+{
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t first = ((uintptr_t)begin + page - 1) / page * page;
+    const uintptr_t last = (uintptr_t)end / page * page;
+    if (last > first) madvise((void *)first, last - first, MADV_DONTNEED);
+}
+
 static void pack_chunk(const chunk *c, float *tmp)
 {
+    const lms_pack_job *job = c->job;
     for (int32_t p = c->first_panel; p < c->first_panel + c->n_panels; p++) {
-        if (c->job->dst->format == LMS_WEIGHTS_Q8)
-            pack_q8_panel(c->job, p, tmp);
+        if (job->dst->format == LMS_WEIGHTS_Q8)
+            pack_q8_panel(job, p, tmp);
         else
-            pack_w16_panel(c->job, p, tmp);
+            pack_w16_panel(job, p, tmp);
     }
+    if (!job->release_source) return;
+    const size_t row_bytes = source_row_bytes(job->type, job->dst->k);
+    const int32_t r0 = c->first_panel * LMS_PANEL, r1 = (c->first_panel + c->n_panels) * LMS_PANEL;
+    const unsigned char *src = job->src;
+    release_pages(src + (size_t)r0 * row_bytes,
+                  src + (size_t)(r1 < job->dst->n ? r1 : job->dst->n) * row_bytes);
 }
 
 lms_status lms_pack_run(const lms_pack_job *jobs, size_t n_jobs, const lms_stop *stop,

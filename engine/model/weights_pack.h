@@ -33,11 +33,16 @@ lms_status lms_weights_alloc(lms_weights *w, lms_weights_format format, int32_t 
                              void **buffer, lms_error *err);
 
 /* One tensor to pack: src holds the n × k matrix dst describes, stored
- * row-major as type (Q8_0: k a multiple of 32). */
+ * row-major as type (a block type: k a multiple of its block). When
+ * release_source, src lies in a read-only file mapping and the pages of
+ * each packed piece are dropped (MADV_DONTNEED: they would read back from
+ * the file), so that a load holds the packed weights and not also the
+ * file. */
 typedef struct {
     lms_dtype type;
     const void *src;
     const lms_weights *dst;
+    bool release_source;
 } lms_pack_job;
 
 /* stop (may be NULL) is polled before each chunk; once it says stop the

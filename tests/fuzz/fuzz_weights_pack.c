@@ -62,7 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const lms_dtype type = TYPES[data[0] % 4];
     const int32_t n = 1 + data[1] % 70, rows = 1 + data[3] % 9;
     const int32_t k = type == LMS_DTYPE_Q8_0 ? 32 * (1 + data[2] % 6) : 1 + data[2] % 200;
-    const size_t bytes = (size_t)n * k / lms_dtype_block_elements(type) * lms_dtype_block_bytes(type);
+    const size_t bytes =
+        (size_t)n * k / lms_dtype_block_elements(type) * lms_dtype_block_bytes(type);
     if (size - 4 < bytes) return 0;
     unsigned char *src = malloc(bytes);
     float *row = malloc((size_t)k * sizeof *row), *x = malloc((size_t)rows * k * sizeof *x);
@@ -76,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         void *buffer;
         lms_error err;
         if (lms_weights_alloc(&w, FORMATS[f], n, k, &buffer, &err) != LMS_OK) abort();
-        const lms_pack_job job = {type, src, &w};
+        const lms_pack_job job = {type, src, &w, false};
         if (lms_pack_run(&job, 1, NULL, &err) != LMS_OK) abort();
         for (int32_t r = 0; r < n; r++)
             lms_weights_row(&w, r, row);

@@ -100,7 +100,7 @@ static lms_weights pack(lms_dtype type, const unsigned char *src, lms_weights_fo
     lms_weights w;
     lms_error err = {0};
     assert_int_equal(lms_weights_alloc(&w, format, n, k, buffer, &err), LMS_OK);
-    const lms_pack_job job = {type, src, &w};
+    const lms_pack_job job = {type, src, &w, false};
     assert_int_equal(lms_pack_run(&job, 1, NULL, &err), LMS_OK);
     return w;
 }
