@@ -12,7 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { OPT_PATH, OPT_INT, OPT_BYTES, OPT_MILLIS, OPT_ALGO, OPT_FORMAT, OPT_LEVEL } opt_kind;
+typedef enum {
+    OPT_PATH,
+    OPT_INT,
+    OPT_BYTES,
+    OPT_MILLIS,
+    OPT_ALGO,
+    OPT_PRECISION,
+    OPT_ISA,
+    OPT_FORMAT,
+    OPT_LEVEL
+} opt_kind;
 
 typedef struct {
     const char *flag; /* long flag without dashes */
@@ -64,6 +74,15 @@ static const option_spec options[] = {
      "auto|serial|packed_dense|packed_segment|prefill_extend: what ALGORITHM_UNSPECIFIED runs "
      "(default auto: the engine's cost model picks)",
      OPT_ALGO, AT(algorithm), 0, 0},
+    {"precision", "LMSCORE_PRECISION", "NAME",
+     "auto|f32|bf16|int8: how the projections multiply (default auto: each weight in its "
+     "checkpoint's own precision; bf16 and int8 from a higher-precision checkpoint trade "
+     "accuracy for speed and memory, see docs/engine.md)",
+     OPT_PRECISION, AT(precision), 0, 0},
+    {"isa", "LMSCORE_ISA", "NAME",
+     "auto|avx2: the instruction set of the engine's kernels; avx2 runs the AVX2 kernels even "
+     "where AVX-512 is present (default auto: the best the CPU has)",
+     OPT_ISA, AT(avx2_only), 0, 0},
     {"multi-item-scoring-delimiter", "LMSCORE_MULTI_ITEM_SCORING_DELIMITER", "TOKEN_ID",
      "SGLang-style delimiter token: sequences become query <d> item (default -1: none)", OPT_INT,
      AT(delimiter), -1, INT32_MAX},
@@ -96,6 +115,7 @@ static void defaults(lmscored_config *cfg)
     cfg->max_message_bytes = 16 << 20;
     cfg->max_items = 10000;
     cfg->algorithm = LMS_ALGO_AUTO;
+    cfg->precision = LMS_PRECISION_AUTO;
     cfg->delimiter = -1;
     cfg->max_packed_tokens = 8192;
     cfg->prefix_cache_bytes = (size_t)256 << 20;
@@ -180,6 +200,17 @@ static lms_status set_option(lmscored_config *cfg, const option_spec *o, const c
         if (!lms_algorithm_parse(value, (lms_algorithm *)base))
             return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", o->flag,
                             "%s --%s: unknown algorithm '%s'", source, o->flag, value);
+        return LMS_OK;
+    case OPT_PRECISION:
+        if (!lms_precision_parse(value, (lms_precision *)base))
+            return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", o->flag,
+                            "%s --%s: '%s' is not auto, f32, bf16 or int8", source, o->flag, value);
+        return LMS_OK;
+    case OPT_ISA:
+        if (strcmp(value, "auto") != 0 && strcmp(value, "avx2") != 0)
+            return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", o->flag,
+                            "%s --%s: '%s' is not auto or avx2", source, o->flag, value);
+        *(bool *)base = strcmp(value, "avx2") == 0;
         return LMS_OK;
     case OPT_FORMAT:
         if (!log_parse_format(value, (log_format *)base))

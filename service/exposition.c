@@ -266,8 +266,8 @@ static void server_state(text *t, service *svc, const metrics_detail *d, const m
         lms_model_info mi;
         lms_engine_model_info(engine, &mi);
         put_escaped(t, mi.name);
-        put(t, "\",architecture=\"%s\",precision=\"%s\"", mi.architecture,
-            service_model_precision(engine));
+        /* the precision GetModelInfo reports: both read lms_model_info */
+        put(t, "\",architecture=\"%s\",precision=\"%s\"", mi.architecture, mi.precision);
         put(t, ",default_algorithm=\"%s\"",
             lms_algorithm_name(lms_engine_options_get(engine)->algorithm));
     } else {

@@ -103,6 +103,8 @@ static void engine_options(const lmscored_config *cfg, lms_engine_options *eo)
     lms_engine_options_default(eo);
     eo->open_stop = (lms_stop){.should_stop = stop_signal_pending};
     eo->algorithm = cfg->algorithm;
+    eo->precision = cfg->precision;
+    eo->avx2_only = cfg->avx2_only;
     eo->max_packed_tokens = cfg->max_packed_tokens;
     eo->prefix_cache_bytes = cfg->prefix_cache_bytes;
     eo->delimiter = cfg->delimiter;
@@ -156,6 +158,11 @@ static lms_status load_model(const lmscored_config *cfg, lms_engine **out, lms_e
     log_str(&r, "model", mi.name);
     log_str(&r, "arch", mi.architecture);
     log_int(&r, "vocab", mi.vocab_size);
+    log_str(&r, "precision", mi.precision);
+    log_str(&r, "precision_reason", mi.precision_reason);
+    log_str(&r, "kernels", mi.kernels);
+    log_str(&r, "weights", mi.weights);
+    log_int(&r, "weight_bytes", mi.weight_bytes);
     log_int(&r, "ms", monotonic_ms() - t0);
     log_end(&r);
     return LMS_OK;

@@ -100,6 +100,12 @@ static void on_get_model_info(call *c, const uint8_t *msg, size_t len)
     resp.hidden_size = mi.d_model;
     resp.num_attention_heads = mi.n_heads;
     resp.num_key_value_heads = mi.n_kv_heads;
+    resp.precision = (char *)mi.precision;
+    resp.precision_reason = mi.precision_reason;
+    resp.weight_formats = mi.weights;
+    resp.kernels = mi.kernels;
+    resp.weight_bytes = mi.weight_bytes;
+    resp.weight_parameters = mi.parameters;
 
     Lmscore__V1__Limits limits = LMSCORE__V1__LIMITS__INIT;
     limits.max_items = eo->max_items;

@@ -25,12 +25,6 @@ lms_engine *service_engine(service *svc, rpc_status *st)
     return NULL;
 }
 
-const char *service_model_precision(const lms_engine *engine)
-{
-    (void)engine; /* every weight is converted to f32 at load */
-    return "f32";
-}
-
 ProtobufCMessage *service_begin(service *svc, call *c, const ProtobufCMessageDescriptor *desc,
                                 const uint8_t *msg, size_t len, lms_engine **engine)
 {

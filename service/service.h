@@ -34,10 +34,6 @@ lms_engine *service_engine(service *svc, rpc_status *st);
 ProtobufCMessage *service_begin(service *svc, call *c, const ProtobufCMessageDescriptor *desc,
                                 const uint8_t *msg, size_t len, lms_engine **engine);
 
-/* The numeric precision the engine computes in, as GetModelInfo and the
- * lmscore_build_info metric report it. */
-const char *service_model_precision(const lms_engine *engine);
-
 /* Queues job for call c, holding a call reference and an in-flight job
  * count for it (the job gives both back when done). On a full queue (reason
  * queue_full), or a NULL job (the caller's allocation failed), the call ends

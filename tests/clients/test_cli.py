@@ -81,8 +81,14 @@ def test_info_describes_the_model(cli, info):
     assert info["limits"]["max_items"] == MAX_ITEMS
     assert info["limits"]["max_sequence_tokens"] == MAX_SEQUENCE_TOKENS
     assert "ALGORITHM_PREFILL_EXTEND" in info["algorithms"]
+    # the demo model is f32 and the daemon runs the default --precision auto
+    assert info["precision"] == "f32"
+    assert info["precision_reason"] == "auto: every weight kept as stored (f32)"
+    assert info["kernels"] == "f32 openblas" and info["weight_formats"].startswith("f32 x")
+    assert info["weight_bytes"] == 4 * info["weight_parameters"] > 0
     text = ok(cli("info"))
     assert "vocab_size: 32000\n" in text and f"limits.max_items: {MAX_ITEMS}\n" in text
+    assert "precision: f32\n" in text and "kernels: f32 openblas\n" in text
 
 
 # --- tokenize -------------------------------------------------------------

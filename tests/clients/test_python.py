@@ -37,6 +37,8 @@ def test_health_and_info(client):
     info = client.info()
     assert info.architecture == "llama" and info.vocab_size == 32000
     assert info.limits.max_items == MAX_ITEMS
+    assert info.precision == "f32" and info.precision_reason.startswith("auto: ")
+    assert info.weight_bytes == 4 * info.weight_parameters > 0
 
 
 def test_tokenize(client):

@@ -19,8 +19,10 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.request
 
 import grpc
+from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from lmscore._pb import error_details_pb2, health_pb2, health_pb2_grpc, status_pb2
 from lmscore.v1 import score_pb2, score_pb2_grpc
@@ -171,6 +173,32 @@ class Daemon:
             self.stop(signal.SIGKILL)
 
 
+class Metrics:
+    """One daemon's /metrics endpoint."""
+
+    def __init__(self, daemon):
+        line = daemon.wait_for_log(r'msg="metrics listening"', 60)
+        port = int(line.rsplit("port=", 1)[1].split()[0])
+        self.url = f"http://127.0.0.1:{port}/metrics"
+
+    def get(self, accept=None, method="GET", path="/metrics"):
+        req = urllib.request.Request(self.url.replace("/metrics", path), method=method)
+        if accept:
+            req.add_header("Accept", accept)
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.headers["Content-Type"], resp.read().decode()
+
+    def scrape(self):
+        """{(sample name, frozenset of labels): value} of one scrape."""
+        _, body = self.get()
+        return {(s.name, frozenset(s.labels.items())): s.value
+                for family in parse_text(body) for s in family.samples}
+
+
+def value(scrape, name, **labels):
+    return scrape.get((name, frozenset(labels.items())), 0.0)
+
+
 def steady_memory_env():
     """Environment for a daemon whose RSS a test measures: under ASan, a
     small quarantine, so RSS shows the daemon's memory rather than the
@@ -219,13 +247,14 @@ def error_info(err):
     return None
 
 
-def local_score(request):
-    """Scores a request (lmscore-local's JSON form) in-process with the engine."""
+def local_score(request, *flags):
+    """Scores a request (lmscore-local's JSON form) in-process with the engine;
+    flags: more of lmscore-local's, e.g. --precision bf16."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(request, f)
         path = f.name
     try:
-        out = subprocess.run([LMSCORE_LOCAL, "--model", MODEL, "--request", path],
+        out = subprocess.run([LMSCORE_LOCAL, "--model", MODEL, "--request", path, *flags],
                              capture_output=True, text=True, timeout=600, check=False)
     finally:
         os.unlink(path)

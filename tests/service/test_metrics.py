@@ -12,14 +12,13 @@ import signal
 import subprocess
 import time
 import urllib.error
-import urllib.request
 
 import grpc
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
-from harness import BUILD, Daemon, LMSCORED_TEST_HOOKS, error_info, tokens
+from harness import BUILD, Daemon, LMSCORED_TEST_HOOKS, Metrics, error_info, tokens, value
 from lmscore.v1 import score_pb2, score_pb2_grpc
 
 SCORE = "Score"
@@ -59,32 +58,6 @@ FAMILIES = {
     "lmscore_uptime_seconds": "gauge",
     "lmscore_build_info": "gauge",
 }
-
-
-class Metrics:
-    """One daemon's /metrics endpoint."""
-
-    def __init__(self, daemon):
-        line = daemon.wait_for_log(r'msg="metrics listening"', 60)
-        port = int(line.rsplit("port=", 1)[1].split()[0])
-        self.url = f"http://127.0.0.1:{port}/metrics"
-
-    def get(self, accept=None, method="GET", path="/metrics"):
-        req = urllib.request.Request(self.url.replace("/metrics", path), method=method)
-        if accept:
-            req.add_header("Accept", accept)
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return resp.headers["Content-Type"], resp.read().decode()
-
-    def scrape(self):
-        """{(sample name, frozenset of labels): value} of one scrape."""
-        _, body = self.get()
-        return {(s.name, frozenset(s.labels.items())): s.value
-                for family in parse_text(body) for s in family.samples}
-
-
-def value(scrape, name, **labels):
-    return scrape.get((name, frozenset(labels.items())), 0.0)
 
 
 def delta(before, after, name, **labels):

@@ -1,0 +1,153 @@
+"""--precision and --isa (and LMSCORE_PRECISION, LMSCORE_ISA) through the real
+daemon on the f32 demo model: GetModelInfo and lmscore_build_info say the
+precision in use, why, the kernels and the weight bytes; scores equal the
+engine's own in that precision (tools/lmscore-local), the forced AVX2 kernels
+included, and stay within a measured distance of f32's; a bad value stops the
+daemon at startup with a precise error.
+"""
+import os
+import re
+import statistics
+import subprocess
+
+import pytest
+
+from harness import LMSCORED, MODEL, Daemon, Metrics, local_score, tokens, value
+from lmscore.v1 import score_pb2, score_pb2_grpc
+
+QUERY = [9707, 11, 1879, 374, 264, 1273, 13, 358, 1075, 2055]
+ITEMS = [[358 + 7 * i, 1075, 220 + i][: 1 + i % 3] for i in range(24)] + [[]]
+LABELS = [9454, 2753, 13, 220]
+
+# How far each precision's numbers may be from f32's: bf16 and int8 round this
+# f32 checkpoint's weights, which moves them far more than their arithmetic
+# does (docs/engine.md, "Precision"). f32 is the reference itself.
+TOLERANCE = {"f32": {"logprob_max": 1e-5, "logprob_mean": 1e-5, "softmax_max": 1e-5},
+             "bf16": {"logprob_max": 0.15, "logprob_mean": 0.05, "softmax_max": 0.04},
+             "int8": {"logprob_max": 0.4, "logprob_mean": 0.12, "softmax_max": 0.07}}
+
+# Each daemon: how it is told, and what GetModelInfo must then say. Every one
+# serves /metrics, whose lmscore_build_info must agree.
+METRICS = ["--metrics-listen", "127.0.0.1:0"]
+CONFIGS = {
+    "f32": dict(args=["--precision", "f32", *METRICS], env={}, precision="f32",
+                formats="f32", kernels="f32 openblas", bytes_per_parameter=4.0),
+    "bf16": dict(args=["--precision", "bf16", *METRICS], env={}, precision="bf16",
+                 formats="bf16", kernels="16-bit", bytes_per_parameter=2.0),
+    "bf16-avx2": dict(args=["--precision", "bf16", "--isa", "avx2", *METRICS], env={},
+                      precision="bf16", formats="bf16", kernels="16-bit avx2",
+                      bytes_per_parameter=2.0),
+    "int8-avx2": dict(args=METRICS, env={"LMSCORE_PRECISION": "int8", "LMSCORE_ISA": "avx2"},
+                      precision="int8", formats="q8", kernels="int8 avx2",
+                      bytes_per_parameter=1.0625),
+}
+
+
+def x86_64_v3():
+    """Whether this CPU has what the 16-bit and int8 kernels need."""
+    with open("/proc/cpuinfo") as f:
+        flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    return {"avx2", "fma", "f16c"} <= set(flags)
+
+
+@pytest.fixture(scope="module", params=list(CONFIGS))
+def served(request):
+    """(config name, config, daemon) for each daemon in CONFIGS."""
+    config = CONFIGS[request.param]
+    if config["precision"] != "f32" and not x86_64_v3():
+        pytest.skip("the CPU lacks AVX2, FMA or F16C: every precision runs as f32")
+    with Daemon(*config["args"], env=config["env"]) as d:
+        yield request.param, config, d
+
+
+def info_of(daemon):
+    with daemon.channel() as ch:
+        return score_pb2_grpc.ScoreServiceStub(ch).GetModelInfo(score_pb2.GetModelInfoRequest(),
+                                                                timeout=30)
+
+
+def score(daemon, apply_softmax):
+    req = score_pb2.ScoreRequest(query=tokens(QUERY), items=[tokens(i) for i in ITEMS],
+                                 label_token_ids=LABELS, apply_softmax=apply_softmax,
+                                 return_logprobs=True)
+    with daemon.channel() as ch:
+        resp = score_pb2_grpc.ScoreServiceStub(ch).Score(req, timeout=300)
+    return [list(i.scores) for i in resp.items], [list(i.logprobs) for i in resp.items]
+
+
+def local(precision, apply_softmax):
+    out = local_score({"query": QUERY, "items": ITEMS, "label_token_ids": LABELS,
+                       "apply_softmax": apply_softmax}, "--precision", precision)
+    return out["scores"], out["logprobs"]
+
+
+@pytest.fixture(scope="module")
+def f32_numbers():
+    """(label softmax, log-probs) of f32 arithmetic, from the engine itself."""
+    return local("f32", True)
+
+
+def differences(a_rows, b_rows):
+    assert len(a_rows) == len(b_rows)
+    return [abs(a - b) for ra, rb in zip(a_rows, b_rows) for a, b in zip(ra, rb, strict=True)]
+
+
+def test_model_info_says_the_precision_why_and_the_kernels(served):
+    name, config, daemon = served
+    info = info_of(daemon)
+    assert info.precision == config["precision"]
+    assert info.precision_reason == f"{config['precision']} asked for (weights stored as f32)"
+    assert config["kernels"] in info.kernels
+    # one format for every matrix, e.g. "q8 x22"
+    assert re.fullmatch(config["formats"] + r" x\d+", info.weight_formats), info.weight_formats
+    assert info.weight_bytes / info.weight_parameters == config["bytes_per_parameter"]
+    line = daemon.wait_for_log(r'msg="model loaded and warmed up"', 0)
+    assert f"precision={info.precision} " in line and f"weight_bytes={info.weight_bytes}" in line
+
+
+def test_scores_are_the_engines_in_that_precision(served):
+    # with --isa avx2, the AVX2 kernels give the default (AVX-512) kernels' bits
+    name, config, daemon = served
+    for apply_softmax in (False, True):
+        got = score(daemon, apply_softmax)
+        want = local(config["precision"], apply_softmax)
+        for g, w in zip(got, want):
+            assert max(differences(g, w)) <= 2e-6 * max(1.0, max(abs(x) for r in w for x in r))
+
+
+def test_scores_are_close_to_f32(served, f32_numbers):
+    name, config, daemon = served
+    softmax, logprobs = score(daemon, True)
+    tol = TOLERANCE[config["precision"]]
+    d_logprob = differences(logprobs, f32_numbers[1])
+    d_softmax = differences(softmax, f32_numbers[0])
+    print(f"{name}: |dlogprob| max {max(d_logprob):.3g} mean {statistics.mean(d_logprob):.3g}, "
+          f"|dsoftmax| max {max(d_softmax):.3g}")
+    assert max(d_logprob) <= tol["logprob_max"] and statistics.mean(d_logprob) <= tol["logprob_mean"]
+    assert max(d_softmax) <= tol["softmax_max"]
+    # the precision took effect: bf16 and int8 are not f32 (which differs from
+    # lmscore-local's decimal output only in its last digit)
+    assert (max(d_logprob) > 1e-4) == (config["precision"] != "f32")
+
+
+def test_build_info_reports_the_precision_in_use(served):
+    name, config, daemon = served
+    scrape = Metrics(daemon).scrape()
+    build_info = [dict(labels) for sample, labels in scrape if sample == "lmscore_build_info"]
+    assert len(build_info) == 1 and build_info[0]["precision"] == config["precision"]
+    assert value(scrape, "lmscore_build_info", **build_info[0]) == 1
+
+
+@pytest.mark.parametrize("args,env,message", [
+    (["--precision", "fp16"], {}, "lmscored: flag --precision: 'fp16' is not auto, f32, bf16 or int8"),
+    ([], {"LMSCORE_PRECISION": "INT8"}, "lmscored: LMSCORE_PRECISION --precision: 'INT8' is not "
+     "auto, f32, bf16 or int8"),
+    (["--isa", "avx512"], {}, "lmscored: flag --isa: 'avx512' is not auto or avx2"),
+    ([], {"LMSCORE_ISA": "sse2"}, "lmscored: LMSCORE_ISA --isa: 'sse2' is not auto or avx2"),
+])
+def test_a_bad_value_is_a_startup_error(args, env, message):
+    out = subprocess.run([LMSCORED, "--model", MODEL, "--listen", "127.0.0.1:0", *args],
+                         capture_output=True, text=True, timeout=60, env={**os.environ, **env})
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines()[-1] == message, out.stderr
+    assert "listening" not in out.stderr
