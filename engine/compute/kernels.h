@@ -11,9 +11,14 @@
  *           resumed calls is the same chain)
  *   16-bit: acc = 0; acc = fma(x[kk], w[kk], acc) for kk = 0 .. k-1
  *   Q8:     acc = 0; per block b in order:
- *             d   = exact integer sum of code_w · (128 · hi_x + lo_x) over the
- *                   block
- *             acc = fma((float)d, scale_w[b] · scale_x[b], acc)
+ *             per half h in order when the matrix has sub-scales per half
+ *             block (16 k values), else once over the whole block:
+ *               d   = exact integer sum of code_w · (128 · hi_x + lo_x)
+ *               acc = fma((float)d, s_w · scale_x[b], acc)
+ *             then, when the matrix has offsets:
+ *               acc = fma((float)sum_x, o_w · scale_x[b], acc)
+ *             with s_w = D · sc, o_w = M · m (weights.h; exact products)
+ *             and sum_x the block's exact sum of 128 · hi_x + lo_x
  *   then    y = acc, or y = y + acc when accumulating
  *
  * so the tiers give the same bits and a row's result depends on nothing
@@ -33,9 +38,20 @@
 typedef struct {
     const int8_t *codes; /* [blocks × 2 × LMS_Q8_BLOCK]: a block's hi codes, then its lo */
     const float *scale;  /* [blocks] */
-    const int32_t *comp; /* [blocks]: -128 × the block's sum of 128 · hi + lo (for u8·s8
-                          * dot products) */
+    const int32_t *comp; /* [blocks × 2]: -128 × the sum of 128 · hi + lo over each half
+                          * block, values 0-15 and 16-31 (for u8·s8 dot products) */
 } q8_act_row;
+
+/* One panel of a Q8 matrix (weights.h), each array at the panel's first
+ * block (or group). */
+typedef struct {
+    const uint8_t *codes;     /* [blocks][8][LMS_PANEL][4] */
+    const uint16_t *scale;    /* D: [groups][LMS_PANEL] */
+    const uint16_t *offset;   /* M: [groups][LMS_PANEL], or NULL */
+    const int8_t *sub_scale;  /* sc: [blocks][halves][LMS_PANEL], or NULL */
+    const int8_t *sub_offset; /* m: [blocks][LMS_PANEL], or NULL */
+    int32_t group_blocks, halves;
+} q8_panel;
 
 /* rows: up to rows_per_call pointers (or q8_act_rows); only the first
  * n_rows results are stored, the others may repeat a row. y: row i of the
@@ -50,16 +66,15 @@ typedef void f32_kernel_fn(const float *const *x, int32_t k, const float *w, siz
  * id = d ? 1/d : 0;
  *   hi = rne(clamp(x · id, -127, 127)), r = x - hi · d (no fma),
  *   lo = rne(clamp(r · (id · 128), -127, 127)),
- *   scale = d · 2^-7, comp = -128 × Σ (128 · hi + lo)
+ *   scale = d · 2^-7, comp = -128 × Σ (128 · hi + lo) per half block
  * (rne: round to nearest even; a NaN clamps to -127). */
 typedef void q8_quantize_fn(const float *x, int32_t k, int32_t blocks, int8_t *codes, float *scales,
                             int32_t *comp);
 
 typedef void w16_kernel_fn(const float *const *x, int32_t k, const uint16_t *panel, bool bf16,
                            float *y, size_t ldy, int32_t n_rows, int32_t n_cols, bool accumulate);
-typedef void q8_kernel_fn(const q8_act_row *x, int32_t blocks, const uint8_t *codes,
-                          const uint16_t *scales, float *y, size_t ldy, int32_t n_rows,
-                          int32_t n_cols, bool accumulate);
+typedef void q8_kernel_fn(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y,
+                          size_t ldy, int32_t n_rows, int32_t n_cols, bool accumulate);
 
 /* Rows per call of each kernel. */
 #define F32_ROWS_AVX512  8

@@ -6,9 +6,9 @@
  * f32 and 16-bit: a panel in two halves of 16 columns (2 vectors), 6 rows. Q8: a
  * panel in four slices of 8 columns, 4 rows; without VNNI the codes are
  * widened to 16 bits and multiplied in pairs (vpmaddwd: exact, no
- * saturation), a slice's 4-column halves are summed per block and put back
- * in column order. The sums and the f32 steps are those of the AVX-512
- * kernels, element for element.
+ * saturation), a slice's 4-column halves are summed per block (or half
+ * block) and put back in column order. The sums and the f32 steps are
+ * those of the AVX-512 kernels, element for element.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -108,49 +108,97 @@ void w16_kernel_avx2(const float *const *x, int32_t k, const uint16_t *panel, bo
     }
 }
 
-void q8_kernel_avx2(const q8_act_row *x, int32_t blocks, const uint8_t *codes,
-                    const uint16_t *scales, float *y, size_t ldy, int32_t n_rows, int32_t n_cols,
-                    bool accumulate)
+enum { Q8_R = Q8_ROWS_AVX2 };
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* 8 int8 as f32. */
+INLINE __m256 widen_i8(const int8_t *p)
 {
-    enum { R = Q8_ROWS_AVX2 };
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
+}
+
+/* Per row, the exact sums of code_w · (128 · hi + lo) over groups [g0, g1)
+ * of a block, for the 8 columns of a slice in column order (wb: the
+ * slice's codes in the block; x's at offset xo of each row). */
+INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, size_t xo, int g0, int g1,
+                    __m256i sums[Q8_R])
+{
     const __m256i flip = _mm256_set1_epi8((char)0x80);
+    __m256i lo[Q8_R], hi[Q8_R]; /* columns 0-3 and 4-7 of the slice, per k pair */
+    UNROLL for (int i = 0; i < Q8_R; i++) lo[i] = hi[i] = _mm256_setzero_si256();
+    UNROLL for (int g = g0; g < g1; g++)
+    {
+        const __m256i w =
+            _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(wb + g * 4 * LMS_PANEL)), flip);
+        const __m256i w_lo = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(w));
+        const __m256i w_hi = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(w, 1));
+        UNROLL for (int i = 0; i < Q8_R; i++)
+        {
+            /* the 4 values' 15-bit codes 128 · hi + lo, as 16-bit words */
+            const int8_t *xc = x[i].codes + xo + 4 * g;
+            int32_t quad_hi, quad_lo;
+            memcpy(&quad_hi, xc, sizeof quad_hi);
+            memcpy(&quad_lo, xc + LMS_Q8_BLOCK, sizeof quad_lo);
+            const __m128i x16 =
+                _mm_add_epi16(_mm_slli_epi16(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(quad_hi)), 7),
+                              _mm_cvtepi8_epi16(_mm_cvtsi32_si128(quad_lo)));
+            const __m256i xb = _mm256_broadcastq_epi64(x16);
+            lo[i] = _mm256_add_epi32(lo[i], _mm256_madd_epi16(w_lo, xb));
+            hi[i] = _mm256_add_epi32(hi[i], _mm256_madd_epi16(w_hi, xb));
+        }
+    }
+    /* [c0 c1 c4 c5 | c2 c3 c6 c7] back to column order */
+    UNROLL for (int i = 0; i < Q8_R; i++) sums[i] =
+        _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo[i], hi[i]), 0xD8);
+}
+
+/* acc = fma(v, s · scale_x[b], acc) per row. */
+INLINE void q8_scaled(__m256 acc[Q8_R], const __m256 v[Q8_R], __m256 s, const q8_act_row *x,
+                      int32_t b)
+{
+    UNROLL for (int i = 0; i < Q8_R; i++) acc[i] =
+        _mm256_fmadd_ps(v[i], _mm256_mul_ps(s, _mm256_set1_ps(x[i].scale[b])), acc[i]);
+}
+
+/* The sums over groups [g0, g1) of block b, scaled by D · sc (sc: the
+ * slice's sub-scales for them, or NULL for 1). */
+INLINE void q8_part(__m256 acc[Q8_R], const q8_act_row *x, int32_t b, const uint8_t *wb, int g0,
+                    int g1, __m256 d, const int8_t *sc)
+{
+    __m256i sums[Q8_R];
+    q8_sums(x, wb, (size_t)b * 2 * LMS_Q8_BLOCK, g0, g1, sums);
+    __m256 v[Q8_R];
+    UNROLL for (int i = 0; i < Q8_R; i++) v[i] = _mm256_cvtepi32_ps(sums[i]);
+    q8_scaled(acc, v, sc ? _mm256_mul_ps(d, widen_i8(sc)) : d, x, b);
+}
+
+void q8_kernel_avx2(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y, size_t ldy,
+                    int32_t n_rows, int32_t n_cols, bool accumulate)
+{
     for (int slice = 0; slice < LMS_PANEL / 8; slice++) {
-        __m256 acc[R];
-        UNROLL for (int i = 0; i < R; i++) acc[i] = _mm256_setzero_ps();
+        __m256 acc[Q8_R];
+        UNROLL for (int i = 0; i < Q8_R; i++) acc[i] = _mm256_setzero_ps();
         for (int32_t b = 0; b < blocks; b++) {
-            const uint8_t *wb = codes + (size_t)b * LMS_Q8_BLOCK * LMS_PANEL + 32 * slice;
-            __m256i lo[R], hi[R]; /* columns 0-3 and 4-7 of the slice, per k pair */
-            UNROLL for (int i = 0; i < R; i++) lo[i] = hi[i] = _mm256_setzero_si256();
-            UNROLL for (int g = 0; g < LMS_Q8_BLOCK / 4; g++)
-            {
-                const __m256i w = _mm256_xor_si256(
-                    _mm256_loadu_si256((const __m256i *)(wb + g * 4 * LMS_PANEL)), flip);
-                const __m256i w_lo = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(w));
-                const __m256i w_hi = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(w, 1));
-                UNROLL for (int i = 0; i < R; i++)
-                {
-                    /* the 4 values' 15-bit codes 128 · hi + lo, as 16-bit words */
-                    const int8_t *xc = x[i].codes + (size_t)b * 2 * LMS_Q8_BLOCK + 4 * g;
-                    int32_t quad_hi, quad_lo;
-                    memcpy(&quad_hi, xc, sizeof quad_hi);
-                    memcpy(&quad_lo, xc + LMS_Q8_BLOCK, sizeof quad_lo);
-                    const __m128i x16 = _mm_add_epi16(
-                        _mm_slli_epi16(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(quad_hi)), 7),
-                        _mm_cvtepi8_epi16(_mm_cvtsi32_si128(quad_lo)));
-                    const __m256i xb = _mm256_broadcastq_epi64(x16);
-                    lo[i] = _mm256_add_epi32(lo[i], _mm256_madd_epi16(w_lo, xb));
-                    hi[i] = _mm256_add_epi32(hi[i], _mm256_madd_epi16(w_hi, xb));
-                }
+            const uint8_t *wb = w->codes + (size_t)b * LMS_Q8_BLOCK * LMS_PANEL + 32 * slice;
+            const size_t group = (size_t)(b / w->group_blocks) * LMS_PANEL + 8 * slice;
+            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w->scale + group)));
+            if (w->halves == 2) {
+                const int8_t *sc = w->sub_scale + (size_t)b * 2 * LMS_PANEL + 8 * slice;
+                q8_part(acc, x, b, wb, 0, 4, d, sc);
+                q8_part(acc, x, b, wb, 4, 8, d, sc + LMS_PANEL);
+            } else {
+                q8_part(acc, x, b, wb, 0, 8, d,
+                        w->sub_scale ? w->sub_scale + (size_t)b * LMS_PANEL + 8 * slice : NULL);
             }
-            const __m256 s = _mm256_cvtph_ps(
-                _mm_loadu_si128((const __m128i *)(scales + (size_t)b * LMS_PANEL + 8 * slice)));
-            UNROLL for (int i = 0; i < R; i++)
-            {
-                /* [c0 c1 c4 c5 | c2 c3 c6 c7] back to column order */
-                const __m256i sum = _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo[i], hi[i]), 0xD8);
-                const __m256 sx = _mm256_set1_ps(x[i].scale[b]);
-                acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(s, sx), acc[i]);
-            }
+            if (!w->offset) continue;
+            __m256 o = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w->offset + group)));
+            if (w->sub_offset)
+                o = _mm256_mul_ps(o, widen_i8(w->sub_offset + (size_t)b * LMS_PANEL + 8 * slice));
+            __m256 sum_x[Q8_R];
+            UNROLL for (int i = 0; i < Q8_R; i++) sum_x[i] =
+                _mm256_set1_ps((float)(-(x[i].comp[2 * b] + x[i].comp[2 * b + 1]) / 128));
+            q8_scaled(acc, sum_x, o, x, b);
         }
         for (int i = 0; i < n_rows; i++)
             store_lanes(y + (size_t)i * ldy + 8 * slice, acc[i], n_cols - 8 * slice, accumulate);
@@ -177,7 +225,7 @@ void q8_quantize_avx2(const float *x, int32_t k, int32_t blocks, int8_t *codes, 
         const float d = _mm_cvtss_f32(m4) / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
         const __m256 vd = _mm256_set1_ps(d), vid = _mm256_set1_ps(id);
         const __m256 vid128 = _mm256_set1_ps(id * 128.0f);
-        __m256i sum = _mm256_setzero_si256();
+        __m256i sum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()}; /* per half */
         int8_t *out = codes + (size_t)b * 2 * LMS_Q8_BLOCK;
         for (int h = 0; h < 4; h++) {
             /* max(t, -127) is -127 where t is NaN */
@@ -190,12 +238,16 @@ void q8_quantize_avx2(const float *x, int32_t k, int32_t blocks, int8_t *codes, 
                 _mm256_round_ps(u, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
             store_codes(out + 8 * h, qhi);
             store_codes(out + LMS_Q8_BLOCK + 8 * h, qlo);
-            sum = _mm256_add_epi32(sum, _mm256_add_epi32(_mm256_slli_epi32(qhi, 7), qlo));
+            sum[h / 2] =
+                _mm256_add_epi32(sum[h / 2], _mm256_add_epi32(_mm256_slli_epi32(qhi, 7), qlo));
         }
-        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+        for (int half = 0; half < 2; half++) {
+            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum[half]),
+                                       _mm256_extracti128_si256(sum[half], 1));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+            comp[2 * b + half] = -128 * _mm_cvtsi128_si32(s4);
+        }
         scales[b] = d * 0x1p-7f;
-        comp[b] = -128 * _mm_cvtsi128_si32(s4);
     }
 }

@@ -4,11 +4,12 @@
  * only where the CPU has those.
  *
  * A panel's 32 columns are two 16-lane vectors. f32 and 16-bit: 8 rows × 2
- * vectors of f32 accumulators, one broadcast x value per row and k. Q8: 6 rows × 2
- * vectors of int32 block sums (vpdpbusd: the weights' code + 128 as the
- * unsigned operand, x's codes as the signed one, the sum started at
- * -128 × x's code sum so that it ends as the exact sum of code_w · code_x),
- * and 6 × 2 f32 accumulators that take each block's sum times its scales.
+ * vectors of f32 accumulators, one broadcast x value per row and k. Q8: 4 rows × 2
+ * vectors of int32 block (or half-block) sums (vpdpbusd: the weights' code +
+ * 128 as the unsigned operand, x's codes as the signed one, the sum ended
+ * with -128 × x's code sum so that it is the exact sum of code_w · code_x),
+ * and 4 × 2 f32 accumulators that take each sum times its scales, then the
+ * offset times x's block sum.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -93,51 +94,123 @@ void w16_kernel_avx512(const float *const *x, int32_t k, const uint16_t *panel, 
         store_row(y + (size_t)i * ldy, acc[i][0], acc[i][1], n_cols, accumulate);
 }
 
-void q8_kernel_avx512_vnni(const q8_act_row *x, int32_t blocks, const uint8_t *codes,
-                           const uint16_t *scales, float *y, size_t ldy, int32_t n_rows,
-                           int32_t n_cols, bool accumulate)
+enum { Q8_R = Q8_ROWS_AVX512 };
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* 16 int8 as f32. */
+INLINE __m512 widen_i8(const int8_t *p)
 {
-    enum { R = Q8_ROWS_AVX512 };
-    __m512 acc[R][2];
-    UNROLL for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
+}
+
+/* Per row, the exact sums of code_w · (128 · hi + lo) over groups [g0, g1)
+ * of the block whose codes are wb (x's at offset xo of each row), comp[i]
+ * the -128 × x's code sum that cancels the + 128 of the weights' codes. */
+INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, size_t xo, int g0, int g1,
+                    const int32_t *comp, __m512i sums[Q8_R][2])
+{
+    __m512i hi[Q8_R][2], lo[Q8_R][2];
+    UNROLL for (int i = 0; i < Q8_R; i++)
+    {
+        hi[i][0] = hi[i][1] = lo[i][0] = lo[i][1] = _mm512_setzero_si512();
+    }
+    UNROLL for (int g = g0; g < g1; g++)
+    {
+        const __m512i w0 = _mm512_loadu_si512(wb + g * 4 * LMS_PANEL);
+        const __m512i w1 = _mm512_loadu_si512(wb + g * 4 * LMS_PANEL + 64);
+        UNROLL for (int i = 0; i < Q8_R; i++)
+        {
+            const int8_t *xc = x[i].codes + xo + 4 * g;
+            int32_t quad_hi, quad_lo;
+            memcpy(&quad_hi, xc, sizeof quad_hi);
+            memcpy(&quad_lo, xc + LMS_Q8_BLOCK, sizeof quad_lo);
+            const __m512i xh = _mm512_set1_epi32(quad_hi), xl = _mm512_set1_epi32(quad_lo);
+            hi[i][0] = _mm512_dpbusd_epi32(hi[i][0], w0, xh);
+            hi[i][1] = _mm512_dpbusd_epi32(hi[i][1], w1, xh);
+            lo[i][0] = _mm512_dpbusd_epi32(lo[i][0], w0, xl);
+            lo[i][1] = _mm512_dpbusd_epi32(lo[i][1], w1, xl);
+        }
+    }
+    UNROLL for (int i = 0; i < Q8_R; i++)
+    {
+        const __m512i c = _mm512_set1_epi32(comp[i]);
+        sums[i][0] =
+            _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi[i][0], 7), lo[i][0]), c);
+        sums[i][1] =
+            _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi[i][1], 7), lo[i][1]), c);
+    }
+}
+
+/* acc = fma(v, s · scale_x[b], acc) per row, for the columns' s in s0, s1. */
+INLINE void q8_scaled(__m512 acc[Q8_R][2], const __m512 v[Q8_R][2], __m512 s0, __m512 s1,
+                      const q8_act_row *x, int32_t b)
+{
+    UNROLL for (int i = 0; i < Q8_R; i++)
+    {
+        const __m512 sx = _mm512_set1_ps(x[i].scale[b]);
+        acc[i][0] = _mm512_fmadd_ps(v[i][0], _mm512_mul_ps(s0, sx), acc[i][0]);
+        acc[i][1] = _mm512_fmadd_ps(v[i][1], _mm512_mul_ps(s1, sx), acc[i][1]);
+    }
+}
+
+/* The sums over groups [g0, g1) of block b, scaled by D · sc (sc: the
+ * panel's sub-scales for them, or NULL for 1). */
+INLINE void q8_part(__m512 acc[Q8_R][2], const q8_act_row *x, int32_t b, const uint8_t *wb, int g0,
+                    int g1, const int32_t *comp, __m512 d0, __m512 d1, const int8_t *sc)
+{
+    __m512i sums[Q8_R][2];
+    q8_sums(x, wb, (size_t)b * 2 * LMS_Q8_BLOCK, g0, g1, comp, sums);
+    __m512 v[Q8_R][2];
+    UNROLL for (int i = 0; i < Q8_R; i++)
+    {
+        v[i][0] = _mm512_cvtepi32_ps(sums[i][0]);
+        v[i][1] = _mm512_cvtepi32_ps(sums[i][1]);
+    }
+    if (sc) {
+        d0 = _mm512_mul_ps(d0, widen_i8(sc));
+        d1 = _mm512_mul_ps(d1, widen_i8(sc + 16));
+    }
+    q8_scaled(acc, v, d0, d1, x, b);
+}
+
+void q8_kernel_avx512_vnni(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y,
+                           size_t ldy, int32_t n_rows, int32_t n_cols, bool accumulate)
+{
+    __m512 acc[Q8_R][2];
+    UNROLL for (int i = 0; i < Q8_R; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     for (int32_t b = 0; b < blocks; b++) {
-        const uint8_t *wb = codes + (size_t)b * LMS_Q8_BLOCK * LMS_PANEL;
-        __m512i hi[R][2], lo[R][2];
-        UNROLL for (int i = 0; i < R; i++)
+        const uint8_t *wb = w->codes + (size_t)b * LMS_Q8_BLOCK * LMS_PANEL;
+        const size_t group = (size_t)(b / w->group_blocks) * LMS_PANEL;
+        const __m512 d0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w->scale + group)));
+        const __m512 d1 =
+            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w->scale + group + 16)));
+        int32_t comp[2][Q8_R], whole[Q8_R];
+        UNROLL for (int i = 0; i < Q8_R; i++)
         {
-            hi[i][0] = hi[i][1] = lo[i][0] = lo[i][1] = _mm512_setzero_si512();
+            comp[0][i] = x[i].comp[2 * b];
+            comp[1][i] = x[i].comp[2 * b + 1];
+            whole[i] = comp[0][i] + comp[1][i];
         }
-        UNROLL for (int g = 0; g < LMS_Q8_BLOCK / 4; g++)
-        {
-            const __m512i w0 = _mm512_loadu_si512(wb + g * 4 * LMS_PANEL);
-            const __m512i w1 = _mm512_loadu_si512(wb + g * 4 * LMS_PANEL + 64);
-            UNROLL for (int i = 0; i < R; i++)
-            {
-                const int8_t *xc = x[i].codes + (size_t)b * 2 * LMS_Q8_BLOCK + 4 * g;
-                int32_t quad_hi, quad_lo;
-                memcpy(&quad_hi, xc, sizeof quad_hi);
-                memcpy(&quad_lo, xc + LMS_Q8_BLOCK, sizeof quad_lo);
-                const __m512i xh = _mm512_set1_epi32(quad_hi), xl = _mm512_set1_epi32(quad_lo);
-                hi[i][0] = _mm512_dpbusd_epi32(hi[i][0], w0, xh);
-                hi[i][1] = _mm512_dpbusd_epi32(hi[i][1], w1, xh);
-                lo[i][0] = _mm512_dpbusd_epi32(lo[i][0], w0, xl);
-                lo[i][1] = _mm512_dpbusd_epi32(lo[i][1], w1, xl);
-            }
+        if (w->halves == 2) {
+            const int8_t *sc = w->sub_scale + (size_t)b * 2 * LMS_PANEL;
+            q8_part(acc, x, b, wb, 0, 4, comp[0], d0, d1, sc);
+            q8_part(acc, x, b, wb, 4, 8, comp[1], d0, d1, sc + LMS_PANEL);
+        } else {
+            q8_part(acc, x, b, wb, 0, 8, whole, d0, d1,
+                    w->sub_scale ? w->sub_scale + (size_t)b * LMS_PANEL : NULL);
         }
-        const uint16_t *sb = scales + (size_t)b * LMS_PANEL;
-        const __m512 s0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sb));
-        const __m512 s1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(sb + 16)));
-        UNROLL for (int i = 0; i < R; i++)
-        {
-            const __m512 sx = _mm512_set1_ps(x[i].scale[b]);
-            const __m512i comp = _mm512_set1_epi32(x[i].comp[b]);
-            const __m512i d0 =
-                _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi[i][0], 7), lo[i][0]), comp);
-            const __m512i d1 =
-                _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi[i][1], 7), lo[i][1]), comp);
-            acc[i][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_mul_ps(s0, sx), acc[i][0]);
-            acc[i][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), _mm512_mul_ps(s1, sx), acc[i][1]);
+        if (!w->offset) continue;
+        __m512 o0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w->offset + group)));
+        __m512 o1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w->offset + group + 16)));
+        if (w->sub_offset) {
+            o0 = _mm512_mul_ps(o0, widen_i8(w->sub_offset + (size_t)b * LMS_PANEL));
+            o1 = _mm512_mul_ps(o1, widen_i8(w->sub_offset + (size_t)b * LMS_PANEL + 16));
         }
+        __m512 sum_x[Q8_R][2];
+        UNROLL for (int i = 0; i < Q8_R; i++) sum_x[i][0] = sum_x[i][1] =
+            _mm512_set1_ps((float)(-whole[i] / 128));
+        q8_scaled(acc, sum_x, o0, o1, x, b);
     }
     for (int i = 0; i < n_rows; i++)
         store_row(y + (size_t)i * ldy, acc[i][0], acc[i][1], n_cols, accumulate);
@@ -158,7 +231,6 @@ void q8_quantize_avx512(const float *x, int32_t k, int32_t blocks, int8_t *codes
         const float d = _mm512_reduce_max_ps(m) / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
         const __m512 vd = _mm512_set1_ps(d), vid = _mm512_set1_ps(id);
         const __m512 vid128 = _mm512_set1_ps(id * 128.0f);
-        __m512i sum = _mm512_setzero_si512();
         int8_t *out = codes + (size_t)b * 2 * LMS_Q8_BLOCK;
         for (int h = 0; h < 2; h++) {
             /* max(t, -127) is -127 where t is NaN */
@@ -172,9 +244,9 @@ void q8_quantize_avx512(const float *x, int32_t k, int32_t blocks, int8_t *codes
                 _mm512_roundscale_ps(u, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
             _mm_storeu_si128((__m128i *)(out + 16 * h), _mm512_cvtepi32_epi8(qhi));
             _mm_storeu_si128((__m128i *)(out + LMS_Q8_BLOCK + 16 * h), _mm512_cvtepi32_epi8(qlo));
-            sum = _mm512_add_epi32(sum, _mm512_add_epi32(_mm512_slli_epi32(qhi, 7), qlo));
+            comp[2 * b + h] =
+                -128 * _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(qhi, 7), qlo));
         }
         scales[b] = d * 0x1p-7f;
-        comp[b] = -128 * _mm512_reduce_add_epi32(sum);
     }
 }

@@ -47,7 +47,7 @@ matmul_scratch *matmul_scratch_create(int32_t rows, int32_t max_k)
     const size_t blocks = (size_t)rows * ((max_k + LMS_Q8_BLOCK - 1) / LMS_Q8_BLOCK);
     s->codes = lms_alloc(blocks * 2 * LMS_Q8_BLOCK);
     s->scales = lms_alloc(blocks * sizeof *s->scales);
-    s->comp = lms_alloc(blocks * sizeof *s->comp);
+    s->comp = lms_alloc(blocks * 2 * sizeof *s->comp);
     if (!s->codes || !s->scales || !s->comp) {
         matmul_scratch_free(s);
         return NULL;
@@ -74,7 +74,7 @@ void matmul_prepare(const matmul_config *cfg, const lms_weights *w, const float 
     for (int32_t r = 0; r < rows; r++)
         cfg->q8_quantize(x + (size_t)r * k, k, blocks,
                          s->codes + (size_t)r * blocks * 2 * LMS_Q8_BLOCK,
-                         s->scales + (size_t)r * blocks, s->comp + (size_t)r * blocks);
+                         s->scales + (size_t)r * blocks, s->comp + (size_t)r * blocks * 2);
     in->codes = s->codes;
     in->scales = s->scales;
     in->comp = s->comp;
@@ -105,19 +105,30 @@ static void block_q8(const matmul_config *cfg, const lms_weights *w, const matmu
                      bool accumulate)
 {
     const int32_t blocks = lms_weights_blocks(w), rows_per_call = cfg->q8_rows;
+    const int32_t halves = w->layout.halves;
     for (int32_t c = c0; c < c1; c += LMS_PANEL) {
-        const size_t pb = (size_t)(c / LMS_PANEL) * blocks;
+        const size_t p = (size_t)(c / LMS_PANEL), pb = p * blocks;
+        const size_t pg = p * (size_t)lms_weights_groups(w);
+        const q8_panel panel = {
+            .codes = w->q8 + pb * LMS_Q8_BLOCK * LMS_PANEL,
+            .scale = w->scale16 + pg * LMS_PANEL,
+            .offset = w->offset16 ? w->offset16 + pg * LMS_PANEL : NULL,
+            .sub_scale = w->sub_scale ? w->sub_scale + pb * (size_t)halves * LMS_PANEL : NULL,
+            .sub_offset = w->sub_offset ? w->sub_offset + pb * LMS_PANEL : NULL,
+            .group_blocks = w->layout.group_blocks,
+            .halves = halves,
+        };
         const int32_t n_cols = c1 - c < LMS_PANEL ? c1 - c : LMS_PANEL;
         for (int32_t r = r0; r < r1; r += rows_per_call) {
             q8_act_row x[Q8_ROWS_AVX512 > Q8_ROWS_AVX2 ? Q8_ROWS_AVX512 : Q8_ROWS_AVX2];
             for (int32_t i = 0; i < rows_per_call; i++) {
                 const size_t row = (size_t)(r + i < r1 ? r + i : r1 - 1);
                 x[i] = (q8_act_row){in->codes + row * blocks * 2 * LMS_Q8_BLOCK,
-                                    in->scales + row * blocks, in->comp + row * blocks};
+                                    in->scales + row * blocks, in->comp + row * blocks * 2};
             }
             const int32_t n_rows = r1 - r < rows_per_call ? r1 - r : rows_per_call;
-            cfg->q8(x, blocks, w->q8 + pb * LMS_Q8_BLOCK * LMS_PANEL, w->scale16 + pb * LMS_PANEL,
-                    y + (size_t)(r - r0) * ldy + (c - c0), ldy, n_rows, n_cols, accumulate);
+            cfg->q8(x, blocks, &panel, y + (size_t)(r - r0) * ldy + (c - c0), ldy, n_rows, n_cols,
+                    accumulate);
         }
     }
 }

@@ -66,7 +66,7 @@ typedef struct {
     int32_t rows, k;
     const int8_t *codes; /* Q8: [rows × blocks × 2 × LMS_Q8_BLOCK] (q8_act_row) */
     const float *scales; /* Q8: [rows × blocks] */
-    const int32_t *comp; /* Q8: [rows × blocks] */
+    const int32_t *comp; /* Q8: [rows × blocks × 2] */
 } matmul_input;
 
 /* Prepares x[rows × w->k] for w: quantises it into s for Q8 weights. */

@@ -333,7 +333,7 @@ static lms_status bind_matrix(binder *b, const char *name, const slot_shape *sha
     st = reserve_one((void **)&b->packs, b->n_packs, &b->cap_packs, sizeof *b->packs, err);
     if (st != LMS_OK) return st;
     void *buffer;
-    st = lms_weights_alloc(out, format, n, k, &buffer, err);
+    st = lms_weights_alloc(out, t.dtype, format, n, k, &buffer, err);
     if (st != LMS_OK) return lms_fail_context(err, "tensor '%s'", name);
     st = lms_model_keep(b->model, buffer, err);
     if (st != LMS_OK) return st;

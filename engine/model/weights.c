@@ -46,19 +46,58 @@ const char *lms_weights_format_name(lms_weights_format format)
     return "unknown";
 }
 
-size_t lms_weights_bytes(const lms_weights *w)
+void lms_weights_q8_parts(const lms_weights *w, size_t bytes[LMS_Q8_PARTS])
 {
     const size_t panels = (size_t)lms_weights_panels(w), blocks = (size_t)lms_weights_blocks(w);
+    const size_t groups = (size_t)lms_weights_groups(w);
+    const lms_q8_layout *l = &w->layout;
+    bytes[0] = panels * blocks * LMS_Q8_BLOCK * LMS_PANEL;
+    bytes[1] = panels * groups * LMS_PANEL * sizeof(uint16_t);
+    bytes[2] = l->offsets ? bytes[1] : 0;
+    bytes[3] = panels * blocks * (size_t)l->halves * LMS_PANEL;
+    bytes[4] = l->sub_offsets ? panels * blocks * LMS_PANEL : 0;
+}
+
+size_t lms_weights_bytes(const lms_weights *w)
+{
+    const size_t panels = (size_t)lms_weights_panels(w);
     switch (w->format) {
     case LMS_WEIGHTS_F32:
         return (size_t)w->n * (size_t)w->k * sizeof(float);
     case LMS_WEIGHTS_F16:
     case LMS_WEIGHTS_BF16:
         return panels * (size_t)w->k * LMS_PANEL * sizeof(uint16_t);
-    case LMS_WEIGHTS_Q8:
-        return panels * blocks * LMS_PANEL * (LMS_Q8_BLOCK + sizeof(uint16_t));
+    case LMS_WEIGHTS_Q8: {
+        size_t parts[LMS_Q8_PARTS], total = 0;
+        lms_weights_q8_parts(w, parts);
+        for (int i = 0; i < LMS_Q8_PARTS; i++)
+            total += parts[i];
+        return total;
+    }
     }
     return 0;
+}
+
+/* Element (column j, k index kk) of panel p of a Q8 matrix, as weights.h
+ * defines it. */
+static float q8_value(const lms_weights *w, size_t p, size_t j, int32_t kk)
+{
+    const size_t blocks = (size_t)lms_weights_blocks(w), groups = (size_t)lms_weights_groups(w);
+    const size_t b = (size_t)kk / LMS_Q8_BLOCK, i = (size_t)kk % LMS_Q8_BLOCK;
+    const size_t pb = p * blocks + b, pg = p * groups + b / (size_t)w->layout.group_blocks;
+    const int32_t code =
+        (int32_t)w->q8[pb * LMS_Q8_BLOCK * LMS_PANEL + (i / 4) * LMS_PANEL * 4 + j * 4 + i % 4] -
+        128;
+    const float d = lms_f16_to_f32(w->scale16[pg * LMS_PANEL + j]);
+    const size_t halves = (size_t)w->layout.halves;
+    const float s =
+        w->sub_scale
+            ? d * (float)w->sub_scale[(pb * halves + i * halves / LMS_Q8_BLOCK) * LMS_PANEL + j]
+            : d;
+    if (!w->offset16) return (float)code * s;
+    const float m = lms_f16_to_f32(w->offset16[pg * LMS_PANEL + j]);
+    const float o = w->sub_offset ? m * (float)w->sub_offset[pb * LMS_PANEL + j] : m;
+    return (float)code * s + o;
 }
 
 void lms_weights_row(const lms_weights *w, int32_t r, float *out)
@@ -77,16 +116,9 @@ void lms_weights_row(const lms_weights *w, int32_t r, float *out)
         }
         return;
     }
-    case LMS_WEIGHTS_Q8: {
-        const size_t blocks = (size_t)lms_weights_blocks(w);
-        for (int32_t kk = 0; kk < w->k; kk++) {
-            const size_t b = (size_t)kk / LMS_Q8_BLOCK, i = (size_t)kk % LMS_Q8_BLOCK;
-            const size_t pb = p * blocks + b;
-            const uint8_t code =
-                w->q8[pb * LMS_Q8_BLOCK * LMS_PANEL + (i / 4) * LMS_PANEL * 4 + j * 4 + i % 4];
-            out[kk] = (float)((int32_t)code - 128) * lms_f16_to_f32(w->scale16[pb * LMS_PANEL + j]);
-        }
+    case LMS_WEIGHTS_Q8:
+        for (int32_t kk = 0; kk < w->k; kk++)
+            out[kk] = q8_value(w, p, j, kk);
         return;
-    }
     }
 }

@@ -10,13 +10,29 @@
  *   BF16  columns [32p, 32p+32), k-major — element (row 32p+j, col kk) at
  *         [p][kk][j] — so a kernel reads one vector of 32 columns per kk.
  *         The checkpoint's 16-bit type is kept (f16 stays f16: exact).
- *   Q8    signed 8-bit codes in blocks of LMS_Q8_BLOCK along k, value =
- *         scale · code per (column, block). Panel p, block b holds 8 groups
- *         of 4 k values × 32 columns, column-interleaved as VNNI's dot
- *         products read them — byte (g, j, i) is column 32p+j, k index
- *         32b + 4g + i — and each byte is code + 128. Scales are f16, one
- *         per (column, block), [p][b][j]. Q8_0 blocks of a GGUF are exactly
- *         this (same codes, same f16 scales): they are only re-laid out.
+ *   Q8    signed 8-bit codes in blocks of LMS_Q8_BLOCK along k. Panel p,
+ *         block b holds 8 groups of 4 k values × 32 columns,
+ *         column-interleaved as VNNI's dot products read them — byte
+ *         (g, j, i) is column 32p+j, k index 32b + 4g + i — and each byte
+ *         is code + 128. Element value = code · s, or code · s + o rounded
+ *         once to f32 when the matrix has offsets (code · s is exact), with
+ *         s and o exact products of two stored numbers:
+ *
+ *           s = D · sc   D   f16 per column and group of group_blocks
+ *                            blocks: scale16 [p][group][j]
+ *                        sc  int8 per column and block, or per half block
+ *                            of 16 k values when halves is 2: sub_scale
+ *                            [p][b][half][j]; 1 when halves is 0
+ *           o = M · m    M   f16, as D: offset16 (no offsets when NULL)
+ *                        m   int8 per column and block: sub_offset
+ *                            [p][b][j]; 1 when NULL
+ *
+ *         So a ggml block type keeps its own numbers and adds no rounding:
+ *         Q4_0, Q5_0, Q8_0 (and float weights quantised as ggml's Q8_0)
+ *         are D per block; Q4_1, Q5_1 D and M per block; Q4_K, Q5_K D and
+ *         M = -dmin per super-block of 8 blocks with the 6-bit sc and m of
+ *         each block; Q6_K D per super-block and sc per half block
+ *         (weights_pack.h).
  *
  * Columns past n (the last panel's padding) and k values past k (the last
  * block's padding) are zero. Every format's element is a well-defined f32
@@ -26,6 +42,7 @@
 #ifndef LMS_WEIGHTS_H
 #define LMS_WEIGHTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,13 +58,25 @@ typedef enum {
     LMS_WEIGHTS_Q8,
 } lms_weights_format;
 
+/* Which of Q8's scale and offset arrays a matrix has (weights.h's top). */
+typedef struct {
+    int32_t group_blocks; /* blocks per D and M: 1, or 8 (a K-quant super-block) */
+    int32_t halves;       /* sc per block: 0 (none, sc = 1), 1, or 2 */
+    bool offsets;         /* M (offset16) */
+    bool sub_offsets;     /* m (sub_offset) */
+} lms_q8_layout;
+
 typedef struct {
     lms_weights_format format;
     int32_t n, k;
-    const float *f32;        /* F32: [n × k] */
-    const uint16_t *w16;     /* F16/BF16: [panels][k][LMS_PANEL] */
-    const uint8_t *q8;       /* Q8: [panels][blocks][8][LMS_PANEL][4] */
-    const uint16_t *scale16; /* Q8: f16 [panels][blocks][LMS_PANEL] */
+    const float *f32;         /* F32: [n × k] */
+    const uint16_t *w16;      /* F16/BF16: [panels][k][LMS_PANEL] */
+    const uint8_t *q8;        /* Q8: [panels][blocks][8][LMS_PANEL][4] */
+    const uint16_t *scale16;  /* Q8: D, f16 [panels][groups][LMS_PANEL] */
+    const uint16_t *offset16; /* Q8: M, f16 [panels][groups][LMS_PANEL], or NULL */
+    const int8_t *sub_scale;  /* Q8: sc [panels][blocks][halves][LMS_PANEL], or NULL */
+    const int8_t *sub_offset; /* Q8: m [panels][blocks][LMS_PANEL], or NULL */
+    lms_q8_layout layout;     /* Q8 */
 } lms_weights;
 
 const char *lms_weights_format_name(lms_weights_format format);
@@ -61,6 +90,17 @@ static inline int32_t lms_weights_blocks(const lms_weights *w)
 {
     return (w->k + LMS_Q8_BLOCK - 1) / LMS_Q8_BLOCK;
 }
+
+/* Q8: groups of layout.group_blocks blocks along k (D and M per group). */
+static inline int32_t lms_weights_groups(const lms_weights *w)
+{
+    return (lms_weights_blocks(w) + w->layout.group_blocks - 1) / w->layout.group_blocks;
+}
+
+/* Q8: the bytes of its arrays in the order one buffer holds them — q8,
+ * scale16, offset16, sub_scale, sub_offset — 0 for an absent one. */
+#define LMS_Q8_PARTS 5
+void lms_weights_q8_parts(const lms_weights *w, size_t bytes[LMS_Q8_PARTS]);
 
 /* Bytes the matrix occupies (0 for F32 used in place from a file). */
 size_t lms_weights_bytes(const lms_weights *w);

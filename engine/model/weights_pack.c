@@ -33,29 +33,56 @@ bool lms_pack_supported(lms_dtype type, lms_weights_format format)
     return false;
 }
 
-lms_status lms_weights_alloc(lms_weights *w, lms_weights_format format, int32_t n, int32_t k,
-                             void **buffer, lms_error *err)
+/* The Q8 arrays a matrix stored as type needs to keep its numbers
+ * (weights.h). */
+static lms_q8_layout q8_layout(lms_dtype type)
+{
+    switch (type) {
+    case LMS_DTYPE_Q4_1:
+    case LMS_DTYPE_Q5_1:
+        return (lms_q8_layout){.group_blocks = 1, .offsets = true};
+    case LMS_DTYPE_Q4_K:
+    case LMS_DTYPE_Q5_K:
+        return (lms_q8_layout){
+            .group_blocks = 8, .halves = 1, .offsets = true, .sub_offsets = true};
+    case LMS_DTYPE_Q6_K:
+        return (lms_q8_layout){.group_blocks = 8, .halves = 2};
+    default:
+        return (lms_q8_layout){.group_blocks = 1};
+    }
+}
+
+lms_status lms_weights_alloc(lms_weights *w, lms_dtype type, lms_weights_format format, int32_t n,
+                             int32_t k, void **buffer, lms_error *err)
 {
     *buffer = NULL;
     memset(w, 0, sizeof *w);
     w->format = format;
     w->n = n;
     w->k = k;
+    w->layout = q8_layout(type);
     size_t bytes = lms_weights_bytes(w);
     unsigned char *data = lms_alloc(bytes);
     if (!data)
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL,
                         "no memory for a %d x %d %s matrix (%zu bytes)", n, k,
                         lms_weights_format_name(format), bytes);
-    if (format == LMS_WEIGHTS_Q8) {
-        w->q8 = data;
-        w->scale16 =
-            (const uint16_t *)(data + (size_t)lms_weights_panels(w) *
-                                          (size_t)lms_weights_blocks(w) * LMS_PANEL * LMS_Q8_BLOCK);
-    } else {
-        w->w16 = (const uint16_t *)data;
-    }
     *buffer = data;
+    if (format != LMS_WEIGHTS_Q8) {
+        w->w16 = (const uint16_t *)data;
+        return LMS_OK;
+    }
+    size_t parts[LMS_Q8_PARTS], at[LMS_Q8_PARTS], used = 0;
+    lms_weights_q8_parts(w, parts);
+    for (int i = 0; i < LMS_Q8_PARTS; i++) {
+        at[i] = used;
+        used += parts[i];
+    }
+    w->q8 = data;
+    w->scale16 = (const uint16_t *)(data + at[1]);
+    w->offset16 = parts[2] ? (const uint16_t *)(data + at[2]) : NULL;
+    w->sub_scale = parts[3] ? (const int8_t *)(data + at[3]) : NULL;
+    w->sub_offset = parts[4] ? (const int8_t *)(data + at[4]) : NULL;
     return LMS_OK;
 }
 
@@ -130,38 +157,94 @@ static uint16_t quantize_block(const float *x, int8_t *codes)
     return lms_f32_to_f16(d);
 }
 
-static void pack_q8_panel(const lms_pack_job *job, int32_t p, float *tmp)
+/* Block b of column j of panel p gets codes. */
+static void put_codes(const lms_weights *w, size_t p, size_t j, size_t b, const int8_t *codes)
+{
+    uint8_t *dst =
+        (uint8_t *)w->q8 + (p * (size_t)lms_weights_blocks(w) + b) * LMS_Q8_BLOCK * LMS_PANEL;
+    for (int i = 0; i < LMS_Q8_BLOCK; i++)
+        dst[(i / 4) * LMS_PANEL * 4 + j * 4 + i % 4] = (uint8_t)(codes[i] + 128);
+}
+
+/* Column j of panel p (a row past n): zeros. */
+static void pack_q8_zeros(const lms_weights *w, size_t p, size_t j)
+{
+    const size_t blocks = (size_t)lms_weights_blocks(w), groups = (size_t)lms_weights_groups(w);
+    const size_t halves = (size_t)w->layout.halves;
+    const int8_t zeros[LMS_Q8_BLOCK] = {0};
+    for (size_t b = 0; b < blocks; b++) {
+        put_codes(w, p, j, b, zeros);
+        for (size_t h = 0; h < halves; h++)
+            ((int8_t *)w->sub_scale)[((p * blocks + b) * halves + h) * LMS_PANEL + j] = 0;
+        if (w->sub_offset) ((int8_t *)w->sub_offset)[(p * blocks + b) * LMS_PANEL + j] = 0;
+    }
+    for (size_t g = 0; g < groups; g++) {
+        ((uint16_t *)w->scale16)[(p * groups + g) * LMS_PANEL + j] = 0;
+        if (w->offset16) ((uint16_t *)w->offset16)[(p * groups + g) * LMS_PANEL + j] = 0;
+    }
+}
+
+/* Column j of panel p from a row of float type: ggml's Q8_0 of each block
+ * (tmp: room for the row's padded blocks). */
+static void pack_q8_floats(const lms_pack_job *job, size_t p, size_t j, const unsigned char *row,
+                           float *tmp)
 {
     const lms_weights *w = job->dst;
     const int32_t blocks = lms_weights_blocks(w);
-    uint8_t *q8 = (uint8_t *)w->q8;
-    uint16_t *scales = (uint16_t *)w->scale16;
+    memset(tmp, 0, (size_t)blocks * LMS_Q8_BLOCK * sizeof *tmp);
+    source_row_f32(job->type, row, w->k, tmp);
+    for (int32_t b = 0; b < blocks; b++) {
+        int8_t codes[LMS_Q8_BLOCK];
+        ((uint16_t *)w->scale16)[(p * (size_t)blocks + (size_t)b) * LMS_PANEL + j] =
+            quantize_block(tmp + (size_t)b * LMS_Q8_BLOCK, codes);
+        put_codes(w, p, j, (size_t)b, codes);
+    }
+}
+
+/* Column j of panel p from a row of a ggml block type: each block's own
+ * codes, scales and offsets (a block of the type is one group). */
+static void pack_q8_blocks(const lms_pack_job *job, size_t p, size_t j, const unsigned char *row)
+{
+    const lms_weights *w = job->dst;
+    const size_t elements = lms_dtype_block_elements(job->type);
+    const size_t bytes = lms_dtype_block_bytes(job->type), per_block = elements / LMS_Q8_BLOCK;
+    const size_t blocks = (size_t)lms_weights_blocks(w), groups = (size_t)lms_weights_groups(w);
+    const size_t halves = (size_t)w->layout.halves;
+    /* the K-quants subtract dmin · m (M = -dmin), Q4_1 and Q5_1 add m */
+    const bool subtracted = job->type == LMS_DTYPE_Q4_K || job->type == LMS_DTYPE_Q5_K;
+    const uint16_t min_sign = subtracted ? 0x8000 : 0;
+    lms_ggml_block block;
+    for (size_t g = 0; g < (size_t)w->k / elements; g++) {
+        lms_ggml_block_unpack(job->type, row + g * bytes, &block);
+        ((uint16_t *)w->scale16)[(p * groups + g) * LMS_PANEL + j] = block.d;
+        if (w->offset16)
+            ((uint16_t *)w->offset16)[(p * groups + g) * LMS_PANEL + j] = block.dmin ^ min_sign;
+        for (size_t s = 0; s < per_block; s++) {
+            const size_t b = g * per_block + s, pb = p * blocks + b;
+            put_codes(w, p, j, b, block.q + s * LMS_Q8_BLOCK);
+            for (size_t h = 0; h < halves; h++)
+                ((int8_t *)w->sub_scale)[(pb * halves + h) * LMS_PANEL + j] =
+                    (int8_t)block.sc[s * halves + h];
+            if (w->sub_offset) ((int8_t *)w->sub_offset)[pb * LMS_PANEL + j] = (int8_t)block.m[s];
+        }
+    }
+}
+
+static void pack_q8_panel(const lms_pack_job *job, int32_t p, float *tmp)
+{
+    const lms_weights *w = job->dst;
     for (int32_t j = 0; j < LMS_PANEL; j++) {
         const int32_t r = p * LMS_PANEL + j;
-        const unsigned char *row = r < w->n ? (const unsigned char *)job->src +
-                                                  (size_t)r * source_row_bytes(job->type, w->k)
-                                            : NULL;
-        if (row && job->type != LMS_DTYPE_Q8_0) {
-            memset(tmp, 0, (size_t)blocks * LMS_Q8_BLOCK * sizeof *tmp);
-            source_row_f32(job->type, row, w->k, tmp);
+        if (r >= w->n) {
+            pack_q8_zeros(w, (size_t)p, (size_t)j);
+            continue;
         }
-        for (int32_t b = 0; b < blocks; b++) {
-            int8_t codes[LMS_Q8_BLOCK] = {0};
-            uint16_t scale = 0;
-            if (row && job->type == LMS_DTYPE_Q8_0) {
-                const unsigned char *block =
-                    row + (size_t)b * lms_dtype_block_bytes(LMS_DTYPE_Q8_0);
-                scale = lms_load_u16(block);
-                memcpy(codes, block + 2, sizeof codes);
-            } else if (row) {
-                scale = quantize_block(tmp + (size_t)b * LMS_Q8_BLOCK, codes);
-            }
-            const size_t pb = (size_t)p * blocks + b;
-            uint8_t *dst = q8 + pb * LMS_Q8_BLOCK * LMS_PANEL;
-            for (int i = 0; i < LMS_Q8_BLOCK; i++)
-                dst[(i / 4) * LMS_PANEL * 4 + j * 4 + i % 4] = (uint8_t)(codes[i] + 128);
-            scales[pb * LMS_PANEL + j] = scale;
-        }
+        const unsigned char *row =
+            (const unsigned char *)job->src + (size_t)r * source_row_bytes(job->type, w->k);
+        if (lms_dtype_block_elements(job->type) > 1)
+            pack_q8_blocks(job, (size_t)p, (size_t)j, row);
+        else
+            pack_q8_floats(job, (size_t)p, (size_t)j, row, tmp);
     }
 }
 

@@ -11,7 +11,9 @@
  * subnormals, infinities and NaNs — decode to the same f32 bits as
  * ggml's dequantize_row_* (a NaN only to a NaN: where two NaNs meet in one
  * operation, which payload survives is the compiler's choice of operand
- * order, in ggml's build as in ours); and rows of many kinds (scaled
+ * order, in ggml's build as in ours), and so do those blocks packed into
+ * the engine's int8 compute format (weights_pack.h) and read back
+ * (lms_weights_row); and rows of many kinds (scaled
  * normals at magnitudes from 1e-30 to 1e6, zeros, constants, ties, single
  * outliers, one-signed, sparse, subnormal) quantise to exactly the bytes of
  * ggml's quantize_row_*_ref. Prints the counts; exits 1 on any mismatch.
@@ -25,12 +27,14 @@
 #include <string.h>
 
 #include "dtype.h"
+#include "alloc.h"
 #include "ggml_blocks.h"
 #include "make_model/mm_quant.h"
+#include "weights_pack.h"
 
 #define BLOCKS_PER_TYPE 20000
 #define ROWS_PER_KIND   64
-#define ROW_ELEMENTS    1024
+#define ROW_ELEMENTS    1024 /* a multiple of every block */
 #define MAX_REPORTS     5
 
 typedef void (*dequantize_fn)(const void *blocks, float *out, int64_t n);
@@ -111,9 +115,47 @@ static size_t check_geometry(const block_type *t, type_size_fn type_size, blck_s
     return 1;
 }
 
-/* Decodes BLOCKS_PER_TYPE random blocks both ways; returns the number of
- * values that differ, and counts the NaNs. */
-static size_t check_decode(const block_type *t, dequantize_fn ggml, size_t *nans)
+/* The n values of blocks as a matrix of ROW_ELEMENTS columns packed into
+ * the int8 compute format and read back, against ggml's values theirs;
+ * returns the number that differ. */
+static size_t check_packed(const block_type *t, const unsigned char *blocks, size_t n,
+                           const float *theirs)
+{
+    lms_weights w;
+    void *buffer;
+    lms_error err = {0};
+    const int32_t rows = (int32_t)(n / ROW_ELEMENTS);
+    float row[ROW_ELEMENTS];
+    if (lms_weights_alloc(&w, t->engine, LMS_WEIGHTS_Q8, rows, ROW_ELEMENTS, &buffer, &err) !=
+        LMS_OK) {
+        fprintf(stderr, "compare_ggml: %s\n", err.msg);
+        exit(1);
+    }
+    const lms_pack_job job = {t->engine, blocks, &w, false};
+    if (lms_pack_run(&job, 1, NULL, &err) != LMS_OK) {
+        fprintf(stderr, "compare_ggml: %s\n", err.msg);
+        exit(1);
+    }
+    size_t bad = 0;
+    for (int32_t r = 0; r < rows; r++) {
+        lms_weights_row(&w, r, row);
+        for (size_t i = 0; i < ROW_ELEMENTS; i++) {
+            const float want = theirs[(size_t)r * ROW_ELEMENTS + i];
+            if (same_value(row[i], want)) continue;
+            if (bad++ < MAX_REPORTS)
+                printf("  %s packed: element %zu is %a, ggml %a\n", t->ggml_name,
+                       (size_t)r * ROW_ELEMENTS + i, (double)row[i], (double)want);
+        }
+    }
+    lms_free(buffer);
+    return bad;
+}
+
+/* Decodes BLOCKS_PER_TYPE random blocks both ways, and packs them; returns
+ * the number of values that differ (decoded in *decode_bad, packed in
+ * *packed_bad), and counts the NaNs. */
+static void check_decode(const block_type *t, dequantize_fn ggml, size_t *nans, size_t *decode_bad,
+                         size_t *packed_bad)
 {
     const size_t bytes = lms_dtype_block_bytes(t->engine);
     const size_t n = BLOCKS_PER_TYPE * lms_dtype_block_elements(t->engine);
@@ -136,10 +178,11 @@ static size_t check_decode(const block_type *t, dequantize_fn ggml, size_t *nans
             printf("  %s decode: element %zu is %a, ggml %a\n", t->ggml_name, i, (double)ours[i],
                    (double)theirs[i]);
     }
+    *decode_bad = bad;
+    *packed_bad = check_packed(t, blocks, n, theirs);
     free(blocks);
     free(ours);
     free(theirs);
-    return bad;
 }
 
 /* Row kinds for the quantisers: each fills ROW_ELEMENTS values. */
@@ -235,20 +278,19 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < N_TYPES; i++) {
         const block_type *t = &TYPES[i];
         const size_t geometry = check_geometry(t, type_size, blck_size);
-        size_t nans = 0;
-        const size_t decode =
-            geometry
-                ? 0
-                : check_decode(t, (dequantize_fn)symbol(lib, "dequantize_row_", t->ggml_name, ""),
-                               &nans);
+        size_t nans = 0, decode = 0, packed = 0;
+        if (!geometry)
+            check_decode(t, (dequantize_fn)symbol(lib, "dequantize_row_", t->ggml_name, ""), &nans,
+                         &decode, &packed);
         const size_t quantize = geometry
                                     ? 0
                                     : check_quantize(t, (quantize_fn)symbol(lib, "quantize_row_",
                                                                             t->ggml_name, "_ref"));
-        printf("%-5s %d blocks decoded (%zu NaNs): %zu values differ; %d rows quantised: %zu "
-               "differ\n",
-               t->ggml_name, BLOCKS_PER_TYPE, nans, decode, ROW_KINDS * ROWS_PER_KIND, quantize);
-        failures += geometry + decode + quantize;
+        printf("%-5s %d blocks decoded (%zu NaNs): %zu values differ, packed as int8: %zu "
+               "differ; %d rows quantised: %zu differ\n",
+               t->ggml_name, BLOCKS_PER_TYPE, nans, decode, packed, ROW_KINDS * ROWS_PER_KIND,
+               quantize);
+        failures += geometry + decode + packed + quantize;
     }
     dlclose(lib);
     return failures ? 1 : 0;

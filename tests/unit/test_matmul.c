@@ -20,6 +20,7 @@
 
 #include "alloc.h"
 #include "cpu.h"
+#include "ggml_blocks.h"
 #include "half.h"
 #include "matmul.h"
 #include "weights_pack.h"
@@ -55,6 +56,45 @@ static unsigned char *store(lms_dtype type, const float *v, int32_t n, int32_t k
         }
     }
     return out;
+}
+
+/* Where a block type keeps its f16 scales (d, and dmin or m): offsets in
+ * the block, -1 for none. */
+static void scale_fields(lms_dtype type, int *d, int *dmin)
+{
+    *d = type == LMS_DTYPE_Q6_K ? 208 : 0;
+    *dmin = type == LMS_DTYPE_Q4_1 || type == LMS_DTYPE_Q5_1 || type == LMS_DTYPE_Q4_K ||
+                    type == LMS_DTYPE_Q5_K
+                ? 2
+                : -1;
+}
+
+/* n × k values stored as a block type: random bytes, so every code,
+ * sub-scale and sub-minimum occurs; with sane scales (finite, |d| and
+ * |dmin| of 2^-10 to 2^-5, either sign) or, when wild, the random bits
+ * (NaN, infinities, subnormals). */
+static unsigned char *random_blocks(lms_dtype type, int32_t n, int32_t k, uint64_t seed, bool wild)
+{
+    const size_t n_blocks = (size_t)n * k / lms_dtype_block_elements(type);
+    const size_t bytes = lms_dtype_block_bytes(type);
+    unsigned char *out = malloc(n_blocks * bytes);
+    assert_non_null(out);
+    for (size_t i = 0; i < n_blocks * bytes; i++)
+        out[i] = (unsigned char)(uniform(&seed) * 128.0f + 128.0f);
+    int fields[2];
+    scale_fields(type, &fields[0], &fields[1]);
+    for (size_t b = 0; b < n_blocks && !wild; b++)
+        for (int f = 0; f < 2; f++) {
+            if (fields[f] < 0) continue;
+            const uint16_t h = lms_f32_to_f16(ldexpf(uniform(&seed), -5));
+            memcpy(out + b * bytes + fields[f], &h, 2);
+        }
+    return out;
+}
+
+static bool same_bits(float a, float b)
+{
+    return memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b));
 }
 
 /* Element i of a tensor stored as type (bytes src; f32 holds the values
@@ -99,7 +139,7 @@ static lms_weights pack(lms_dtype type, const unsigned char *src, lms_weights_fo
 {
     lms_weights w;
     lms_error err = {0};
-    assert_int_equal(lms_weights_alloc(&w, format, n, k, buffer, &err), LMS_OK);
+    assert_int_equal(lms_weights_alloc(&w, type, format, n, k, buffer, &err), LMS_OK);
     const lms_pack_job job = {type, src, &w, false};
     assert_int_equal(lms_pack_run(&job, 1, NULL, &err), LMS_OK);
     return w;
@@ -142,6 +182,46 @@ static void test_packed_values(void **state)
     }
 }
 
+/* Every block type packed as Q8 keeps ggml's values exactly: each
+ * element equals the decoder's (ggml_blocks.h: ggml's bit for bit), sane
+ * and wild scales alike (NaN where it gives NaN); as BF16 their bf16
+ * rounding. */
+static void test_packed_block_values(void **state)
+{
+    (void)state;
+    const lms_dtype types[] = {LMS_DTYPE_Q4_0, LMS_DTYPE_Q4_1, LMS_DTYPE_Q5_0, LMS_DTYPE_Q5_1,
+                               LMS_DTYPE_Q8_0, LMS_DTYPE_Q4_K, LMS_DTYPE_Q5_K, LMS_DTYPE_Q6_K};
+    const int32_t n = 45, k = 512;
+    float *want = malloc((size_t)n * k * sizeof *want), *row = malloc((size_t)k * sizeof *row);
+    for (size_t t = 0; t < sizeof types / sizeof *types; t++)
+        for (int wild = 0; wild < 2; wild++) {
+            unsigned char *src = random_blocks(types[t], n, k, 7 + t, wild);
+            lms_ggml_blocks_to_f32(types[t], src,
+                                   (size_t)n * k / lms_dtype_block_elements(types[t]), want);
+            const lms_weights_format formats[] = {LMS_WEIGHTS_Q8, LMS_WEIGHTS_BF16};
+            for (size_t f = 0; f < 2; f++) {
+                void *buffer;
+                const lms_weights w = pack(types[t], src, formats[f], n, k, &buffer);
+                for (int32_t r = 0; r < n; r++) {
+                    lms_weights_row(&w, r, row);
+                    for (int32_t i = 0; i < k; i++) {
+                        float v = want[(size_t)r * k + i];
+                        if (formats[f] == LMS_WEIGHTS_BF16) v = lms_bf16_to_f32(lms_f32_to_bf16(v));
+                        if (!same_bits(row[i], v))
+                            fail_msg("%s%s -> %s: [%d][%d] = %a, want %a", lms_dtype_name(types[t]),
+                                     wild ? " (wild scales)" : "",
+                                     lms_weights_format_name(formats[f]), r, i, (double)row[i],
+                                     (double)v);
+                    }
+                }
+                lms_free(buffer);
+            }
+            free(src);
+        }
+    free(want);
+    free(row);
+}
+
 /* The kernels' arithmetic, per kernels.h, in plain C from the packed
  * values (16-bit) or codes (Q8, with x quantised by the tier's quantiser). */
 static float reference_element(const lms_weights *w, const matmul_input *in, int32_t r, int32_t c,
@@ -153,21 +233,33 @@ static float reference_element(const lms_weights *w, const matmul_input *in, int
             acc = fmaf(in->x[(size_t)r * w->k + kk], wrow[kk], acc);
         return acc;
     }
-    const int32_t blocks = lms_weights_blocks(w);
+    const int32_t blocks = lms_weights_blocks(w), groups = lms_weights_groups(w);
     const size_t p = (size_t)c / LMS_PANEL, j = (size_t)c % LMS_PANEL;
+    const int32_t halves = w->layout.halves == 2 ? 2 : 1, per_half = LMS_Q8_BLOCK / halves;
     for (int32_t b = 0; b < blocks; b++) {
-        const size_t pb = p * blocks + b;
-        int32_t sum = 0;
-        for (int i = 0; i < LMS_Q8_BLOCK; i++) {
-            const int32_t code =
-                w->q8[pb * LMS_Q8_BLOCK * LMS_PANEL + (i / 4) * LMS_PANEL * 4 + j * 4 + i % 4] -
-                128;
-            const int8_t *xc = in->codes + ((size_t)r * blocks + b) * 2 * LMS_Q8_BLOCK;
-            sum += code * (128 * xc[i] + xc[LMS_Q8_BLOCK + i]);
+        const size_t pb = p * blocks + b, pg = p * groups + b / w->layout.group_blocks;
+        const int8_t *xc = in->codes + ((size_t)r * blocks + b) * 2 * LMS_Q8_BLOCK;
+        const float sx = in->scales[(size_t)r * blocks + b];
+        const float d = lms_f16_to_f32(w->scale16[pg * LMS_PANEL + j]);
+        int32_t sum_x = 0;
+        for (int32_t h = 0; h < halves; h++) {
+            int32_t sum = 0;
+            for (int i = h * per_half; i < (h + 1) * per_half; i++) {
+                const int32_t code =
+                    w->q8[pb * LMS_Q8_BLOCK * LMS_PANEL + (i / 4) * LMS_PANEL * 4 + j * 4 + i % 4] -
+                    128;
+                sum += code * (128 * xc[i] + xc[LMS_Q8_BLOCK + i]);
+                sum_x += 128 * xc[i] + xc[LMS_Q8_BLOCK + i];
+            }
+            const float s =
+                w->sub_scale ? d * (float)w->sub_scale[(pb * w->layout.halves + h) * LMS_PANEL + j]
+                             : d;
+            acc = fmaf((float)sum, s * sx, acc);
         }
-        const float scale =
-            lms_f16_to_f32(w->scale16[pb * LMS_PANEL + j]) * in->scales[(size_t)r * blocks + b];
-        acc = fmaf((float)sum, scale, acc);
+        if (!w->offset16) continue;
+        const float m = lms_f16_to_f32(w->offset16[pg * LMS_PANEL + j]);
+        const float o = w->sub_offset ? m * (float)w->sub_offset[pb * LMS_PANEL + j] : m;
+        acc = fmaf((float)sum_x, o * sx, acc);
     }
     return acc;
 }
@@ -186,7 +278,9 @@ static int tiers(const lms_cpu_features *cpu, tier *out)
 }
 
 /* Store and accumulate, 1..40 rows, on every tier: the exact reference;
- * and each row alone equals the row inside the batch. */
+ * and each row alone equals the row inside the batch. The matrices: each
+ * 16-bit format and Q8 from floats (k = 70), and Q8 from block types with
+ * every Q8 layout (k = 512: whole super-blocks). */
 static void test_kernels_are_the_reference(void **state)
 {
     (void)state;
@@ -195,24 +289,38 @@ static void test_kernels_are_the_reference(void **state)
     if (!cpu.avx2) skip();
     tier t[2];
     const int n_tiers = tiers(&cpu, t);
-    const int32_t n = 77, k = 70, max_rows = 40;
+    const struct {
+        lms_dtype type;
+        lms_weights_format format;
+        int32_t k;
+    } cases[] = {
+        {LMS_DTYPE_F16, LMS_WEIGHTS_F16, 70},  {LMS_DTYPE_F32, LMS_WEIGHTS_BF16, 70},
+        {LMS_DTYPE_F32, LMS_WEIGHTS_Q8, 70},   {LMS_DTYPE_Q4_0, LMS_WEIGHTS_Q8, 512},
+        {LMS_DTYPE_Q4_1, LMS_WEIGHTS_Q8, 512}, {LMS_DTYPE_Q4_K, LMS_WEIGHTS_Q8, 512},
+        {LMS_DTYPE_Q6_K, LMS_WEIGHTS_Q8, 512},
+    };
+    const int32_t n = 77, max_k = 512, max_rows = 40;
     uint64_t seed = 11;
-    float *v = malloc((size_t)n * k * sizeof *v), *x = malloc((size_t)max_rows * k * sizeof *x);
+    float *v = malloc((size_t)n * max_k * sizeof *v),
+          *x = malloc((size_t)max_rows * max_k * sizeof *x);
     float *y = malloc((size_t)max_rows * n * sizeof *y), *alone = malloc((size_t)n * sizeof *alone);
-    float *wrows = malloc((size_t)n * k * sizeof *wrows);
-    for (size_t i = 0; i < (size_t)n * k; i++)
+    float *wrows = malloc((size_t)n * max_k * sizeof *wrows);
+    for (size_t i = 0; i < (size_t)n * max_k; i++)
         v[i] = uniform(&seed);
-    for (size_t i = 0; i < (size_t)max_rows * k; i++)
+    for (size_t i = 0; i < (size_t)max_rows * max_k; i++)
         x[i] = uniform(&seed) * (i % 11 == 0 ? 8.0f : 1.0f);
-    unsigned char *src32 = store(LMS_DTYPE_F32, v, n, k), *src16 = store(LMS_DTYPE_F16, v, n, k);
-    const lms_weights_format formats[] = {LMS_WEIGHTS_F16, LMS_WEIGHTS_BF16, LMS_WEIGHTS_Q8};
-    matmul_scratch *s = matmul_scratch_create(max_rows, k), *s1 = matmul_scratch_create(1, k);
+    matmul_scratch *s = matmul_scratch_create(max_rows, max_k),
+                   *s1 = matmul_scratch_create(1, max_k);
     assert_true(s && s1);
-    for (size_t f = 0; f < 3; f++) {
+    for (size_t cs = 0; cs < sizeof cases / sizeof *cases; cs++) {
+        const lms_dtype type = cases[cs].type;
+        const int32_t k = cases[cs].k;
+        unsigned char *src = lms_dtype_block_elements(type) > 1
+                                 ? random_blocks(type, n, k, 13 + cs, false)
+                                 : store(type, v, n, k);
         void *buffer;
-        const bool f16 = formats[f] == LMS_WEIGHTS_F16;
-        const lms_weights w = pack(f16 ? LMS_DTYPE_F16 : LMS_DTYPE_F32, f16 ? src16 : src32,
-                                   formats[f], n, k, &buffer);
+        const lms_weights w = pack(type, src, cases[cs].format, n, k, &buffer);
+        const char *name = lms_dtype_name(type), *format = lms_weights_format_name(w.format);
         for (int32_t r = 0; r < n; r++)
             lms_weights_row(&w, r, wrows + (size_t)r * k);
         for (int ti = 0; ti < n_tiers; ti++) {
@@ -231,26 +339,25 @@ static void test_kernels_are_the_reference(void **state)
                             if (mode) want = (float)((size_t)r * n + c) * 0.25f + want;
                             const float got = y[(size_t)r * n + c];
                             if (memcmp(&got, &want, sizeof got))
-                                fail_msg("%s on %s, %d rows, %s: [%d][%d] = %.9g, want %.9g",
-                                         lms_weights_format_name(formats[f]), t[ti].name, rows,
+                                fail_msg("%s as %s on %s, %d rows, %s: [%d][%d] = %.9g, want %.9g",
+                                         name, format, t[ti].name, rows,
                                          mode ? "accumulate" : "store", r, c, got, want);
                         }
                     if (mode) continue;
                     for (int32_t r = 0; r < rows; r++) {
                         matmul(&cfg, &w, x + (size_t)r * k, 1, MATMUL_STORE, alone, s1);
                         if (memcmp(alone, y + (size_t)r * n, (size_t)n * sizeof *alone))
-                            fail_msg("%s on %s: row %d alone differs from row %d of %d",
-                                     lms_weights_format_name(formats[f]), t[ti].name, r, r, rows);
+                            fail_msg("%s as %s on %s: row %d alone differs from row %d of %d", name,
+                                     format, t[ti].name, r, r, rows);
                     }
                 }
             }
         }
         lms_free(buffer);
+        free(src);
     }
     matmul_scratch_free(s);
     matmul_scratch_free(s1);
-    free(src32);
-    free(src16);
     free(v);
     free(x);
     free(y);
@@ -282,7 +389,7 @@ static void test_quantiser(void **state)
         matmul_config_init(&cfg, &cpu, t[ti].avx2_only, 8);
         int8_t codes[BLOCKS * 64];
         float scales[BLOCKS];
-        int32_t comp[BLOCKS];
+        int32_t comp[BLOCKS * 2];
         memset(codes, 0x55, sizeof codes);
         cfg.q8_quantize(x, K, BLOCKS, codes, scales, comp);
         for (int32_t b = 0; b < BLOCKS; b++) {
@@ -292,7 +399,7 @@ static void test_quantiser(void **state)
             const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
             const float scale = d * 0x1p-7f;
             assert_true(memcmp(&scales[b], &scale, sizeof scale) == 0);
-            int32_t sum = 0;
+            int32_t sum[2] = {0, 0};
             for (int32_t i = 32 * b; i < 32 * b + 32; i++) {
                 const float h = x[i] * id;
                 const float hc = h > -127.0f ? (h < 127.0f ? h : 127.0f) : -127.0f;
@@ -305,9 +412,10 @@ static void test_quantiser(void **state)
                 if (got[0] != want_hi || got[32] != want_lo)
                     fail_msg("%s: value %d codes (%d, %d), want (%d, %d)", t[ti].name, i, got[0],
                              got[32], want_hi, want_lo);
-                sum += 128 * want_hi + want_lo;
+                sum[i % 32 / 16] += 128 * want_hi + want_lo;
             }
-            assert_int_equal(comp[b], -128 * sum);
+            assert_int_equal(comp[2 * b], -128 * sum[0]);
+            assert_int_equal(comp[2 * b + 1], -128 * sum[1]);
         }
         assert_int_equal(codes[2 * 64 + 70 % 32], -127); /* NaN */
     }
@@ -330,8 +438,8 @@ static void test_quantiser_precision(void **state)
             x[i] = uniform(&seed) * (float)(1 + rep % 50);
         int8_t codes[64];
         float scale;
-        int32_t comp;
-        cfg.q8_quantize(x, 32, 1, codes, &scale, &comp);
+        int32_t comp[2];
+        cfg.q8_quantize(x, 32, 1, codes, &scale, comp);
         for (int i = 0; i < 32; i++) {
             const double back = (128.0 * codes[i] + codes[32 + i]) * scale;
             if (fabs(back - x[i]) > 0.5 * scale + fabs(x[i]) * 0x1p-23)
@@ -344,6 +452,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_packed_values),
+        cmocka_unit_test(test_packed_block_values),
         cmocka_unit_test(test_kernels_are_the_reference),
         cmocka_unit_test(test_quantiser),
         cmocka_unit_test(test_quantiser_precision),
