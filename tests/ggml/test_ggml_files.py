@@ -8,6 +8,9 @@
   into mixed files (Q4_K_M: q4_K, q6_K and f32 tensors; Q5_K_M; Q4_0; Q5_1),
   and the engine scores each as it scores the f32 copy ggml dequantised
   (|Δ logprob| ≤ 1e-4).
+- Every file is also scored in int8 (its blocks as they are, no
+  requantisation) and in bf16 against f32 on ggml's dequantisation, within
+  LOW_PRECISION_GATES.
 
 The model is the Qwen3 architecture at widths that are whole 256-element
 super-blocks, with the Llama 2 vocabulary (32,000 rows) to stay small.
@@ -48,6 +51,11 @@ MAKER_TYPES = ["q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_K", "q5_K", "q6_K"]
 LLAMA_FILES = {"Q4_K_M": {"q4_K", "q6_K", "f32"}, "Q5_K_M": {"q5_K", "q6_K", "f32"},
                "Q4_0": {"q4_0", "f32"}, "Q5_1": {"q5_1", "f32"}}
 MAX_DELTA = 1e-4
+# (max, mean) |Δ logprob| against f32 on ggml's dequantisation. int8
+# computes on the same values (the packed weights are ggml's exactly): what
+# moves the logprobs is the activations' 15-bit quantisation. bf16 rounds
+# the weights to bf16.
+LOW_PRECISION_GATES = {"int8": (0.01, 0.002), "bf16": (0.15, 0.06)}
 SAMPLED_ROWS = 512  # of a tensor too large to quantise whole in Python
 
 
@@ -66,8 +74,8 @@ def make(tmp, name, dtype, geometry=SMALL):
     return path
 
 
-def score(path):
-    proc = subprocess.run([LOCAL, "--model", path, "--request", "-", "--precision", "f32"],
+def score(path, precision="f32"):
+    proc = subprocess.run([LOCAL, "--model", path, "--request", "-", "--precision", precision],
                           input=json.dumps(REQUEST),
                           capture_output=True, text=True, timeout=1200, check=False)
     assert proc.returncode == 0, f"{path}: {proc.stdout}{proc.stderr}"
@@ -87,13 +95,19 @@ def dequantised_copy(ggml, path, out):
 
 
 def scores_match_dequantised(ggml, path, tmp):
-    """The engine's logprobs on path against those on ggml's f32 decoding of
-    it; returns the file's tensor type names."""
+    """The engine's logprobs on path, in f32 and in int8, against f32 on
+    ggml's f32 decoding of it; returns the file's tensor type names."""
     copy = os.path.join(tmp, "dequantised-by-ggml.gguf")
     src = dequantised_copy(ggml, path, copy)
-    delta = np.abs(score(path) - score(copy)).max()
-    print(f"{os.path.basename(path)}: max |Δ logprob| against ggml's dequantisation {delta:.3g}")
+    reference = score(copy)
+    delta = np.abs(score(path) - reference).max()
+    low = {p: np.abs(score(path, p) - reference) for p in LOW_PRECISION_GATES}
+    print(f"{os.path.basename(path)}: |Δ logprob| against f32 on ggml's dequantisation: "
+          f"f32 max {delta:.3g}; " + "; ".join(f"{p} max {d.max():.3g}, mean {d.mean():.3g}"
+                                                for p, d in low.items()))
     assert delta <= MAX_DELTA
+    for p, d in low.items():
+        assert d.max() <= LOW_PRECISION_GATES[p][0] and d.mean() <= LOW_PRECISION_GATES[p][1], p
     return {ggml.name(t.ggml_type) for t in src.tensors.values()}
 
 
