@@ -11,8 +11,11 @@
  * ...], "label_token_ids": [ids] (or "label_texts": ["text", ...]),
  * "apply_softmax": false, "item_first": false, "algorithm": "auto"}.
  * Text is tokenized as the service does: the query with the model's special
- * tokens (BOS when it adds one), items without. Prints the result as JSON;
- * a rejected request prints {"error": {...}} and exits 2, other failures 1.
+ * tokens (BOS when it adds one), items without. Prints the result as JSON
+ * (scores, logprobs, the algorithm and precision with their reasons, token
+ * counts, seconds, the kernels, and the weights' bytes and parameter
+ * count); a rejected request prints {"error": {...}} and exits 2, other
+ * failures 1.
  */
 #include <json-c/json.h>
 #include <stdio.h>
@@ -214,6 +217,8 @@ static void print_result(const lms_engine *engine, const lms_score_result *r, do
     json_object_object_add(o, "precision", json_object_new_string(mi.precision));
     json_object_object_add(o, "precision_reason", json_object_new_string(mi.precision_reason));
     json_object_object_add(o, "kernels", json_object_new_string(mi.kernels));
+    json_object_object_add(o, "weight_bytes", json_object_new_int64(mi.weight_bytes));
+    json_object_object_add(o, "parameters", json_object_new_int64(mi.parameters));
     /* %.9g round-trips a float exactly */
     json_c_set_serialization_double_format("%.9g", JSON_C_OPTION_GLOBAL);
     puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));

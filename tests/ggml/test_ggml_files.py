@@ -10,7 +10,8 @@
   (|Δ logprob| ≤ 1e-4).
 - Every file is also scored in int8 (its blocks as they are, no
   requantisation) and in bf16 against f32 on ggml's dequantisation, within
-  LOW_PRECISION_GATES.
+  LOW_PRECISION_GATES; its int8 weights take the bytes the format says for
+  its tensor types (printed per parameter).
 
 The model is the Qwen3 architecture at widths that are whole 256-element
 super-blocks, with the Llama 2 vocabulary (32,000 rows) to stay small.
@@ -74,12 +75,48 @@ def make(tmp, name, dtype, geometry=SMALL):
     return path
 
 
-def score(path, precision="f32"):
+def run(path, precision):
+    """lmscore-local's result for REQUEST on path."""
     proc = subprocess.run([LOCAL, "--model", path, "--request", "-", "--precision", precision],
                           input=json.dumps(REQUEST),
                           capture_output=True, text=True, timeout=1200, check=False)
     assert proc.returncode == 0, f"{path}: {proc.stdout}{proc.stderr}"
-    return np.array(json.loads(proc.stdout)["logprobs"], dtype=np.float64)
+    return json.loads(proc.stdout)
+
+
+def score(path, precision="f32"):
+    return np.array(run(path, precision)["logprobs"], dtype=np.float64)
+
+
+# The int8 format's arrays per type (engine/model/weights.h): blocks of 32
+# per D (and M), sub-scales per block, offsets M, sub-offsets m.
+INT8_LAYOUTS = {"q4_1": (1, 0, True, False), "q5_1": (1, 0, True, False),
+                "q4_K": (8, 1, True, True), "q5_K": (8, 1, True, True),
+                "q6_K": (8, 2, False, False)}
+
+
+def int8_bytes(type_name, n, k):
+    """Bytes of an n × k matrix stored as type_name in the int8 format: per
+    column (n padded to panels of 32) 32 one-byte codes per block, an f16 D
+    (and M) per group, the int8 sub-scales and sub-offsets."""
+    group, halves, offsets, sub_offsets = INT8_LAYOUTS.get(type_name, (1, 0, False, False))
+    blocks = -(-k // 32)
+    groups = -(-blocks // group)
+    per_column = 32 * blocks + 2 * groups * (2 if offsets else 1) + blocks * halves + \
+        (blocks if sub_offsets else 0)
+    return -(-n // 32) * 32 * per_column
+
+
+def check_int8_bytes(ggml, path, src):
+    """The engine's int8 weight bytes for path: the format's size for each
+    matrix's stored type (norms are not weights)."""
+    result = run(path, "int8")
+    matrices = [t for t in src.tensors.values() if len(t.ne) == 2]
+    want = sum(int8_bytes(ggml.name(t.ggml_type), t.rows, t.ne[0]) for t in matrices)
+    assert result["weight_bytes"] == want
+    assert result["parameters"] == sum(t.rows * t.ne[0] for t in matrices)
+    print(f"{os.path.basename(path)}: int8 weights {result['weight_bytes']} bytes, "
+          f"{result['weight_bytes'] / result['parameters']:.4f} bytes/parameter")
 
 
 def dequantised_copy(ggml, path, out):
@@ -108,6 +145,7 @@ def scores_match_dequantised(ggml, path, tmp):
     assert delta <= MAX_DELTA
     for p, d in low.items():
         assert d.max() <= LOW_PRECISION_GATES[p][0] and d.mean() <= LOW_PRECISION_GATES[p][1], p
+    check_int8_bytes(ggml, path, src)
     return {ggml.name(t.ggml_type) for t in src.tensors.values()}
 
 
