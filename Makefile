@@ -47,7 +47,8 @@ test: test-deps
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS) --timeout 1200
 
-bench: test-deps
+bench:
+	@sh scripts/install-deps.sh --bench
 	$(MAKE) build BUILD_TESTS=ON
 	cmake --build $(BUILD) --target bench
 

@@ -3,7 +3,9 @@
 # lmscore need. Idempotent: packages already present are skipped, and apt is
 # not touched at all when nothing is missing.
 #   scripts/install-deps.sh          build + run deps
-#   scripts/install-deps.sh --test   also the test/bench deps
+#   scripts/install-deps.sh --test   also the test deps
+#   scripts/install-deps.sh --bench  also the test deps and oneDNN, the library
+#                                    bench_matmul measures the kernels against
 set -eu
 
 # clang builds the fuzzers; libomp-14-dev is its omp.h (the fuzz tree links libgomp).
@@ -24,7 +26,10 @@ want="$BUILD"
 # (Debian's, or a NodeSource build that bundles npm and conflicts with Debian's).
 command -v node >/dev/null 2>&1 || want="$want nodejs"
 command -v npm >/dev/null 2>&1 || want="$want npm"
-[ "${1:-}" = "--test" ] && want="$want $TEST"
+case "${1:-}" in
+--test) want="$want $TEST" ;;
+--bench) want="$want $TEST libdnnl-dev" ;;
+esac
 
 missing=""
 for p in $want; do
