@@ -9,7 +9,9 @@
 # 3. bench/service/run.sh BUILD_DIR, if it exists;
 # 4. bench/sizing/run.sh BUILD_DIR (the replica sizing of docs/deployment.md);
 # 5. bench/lm_head/run.sh BUILD_DIR (the LM head against an sgemm head);
-# 6. bench/metrics/run.sh BUILD_DIR (the Prometheus endpoint under load).
+# 6. bench/matmul/run.sh BUILD_DIR (the projection kernels against OpenBLAS
+#    and oneDNN);
+# 7. bench/metrics/run.sh BUILD_DIR (the Prometheus endpoint under load).
 # Each part's output is also kept in RESULTS_DIR/<part>.log. A failing part
 # does not stop the others; the exit status says whether any failed.
 # BENCH_ENGINE_ARGS (environment) is passed to bench_engine, e.g.
@@ -49,7 +51,7 @@ if run_part engine "$build/bench/bench_engine" --model "$build/models/qwen3-0.6b
     fi
 fi
 
-for part in tokenizer service sizing lm_head metrics; do
+for part in tokenizer service sizing lm_head matmul metrics; do
     if [ -f "$src/bench/$part/run.sh" ]; then
         run_part "$part" sh "$src/bench/$part/run.sh" "$build"
     else
