@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "half.h"
+#include "names.h"
 
 static const char *const PRECISION_NAMES[] = {
     [LMS_PRECISION_AUTO] = "auto",
@@ -16,19 +17,15 @@ static const char *const PRECISION_NAMES[] = {
 
 const char *lms_precision_name(lms_precision precision)
 {
-    if ((unsigned)precision < sizeof PRECISION_NAMES / sizeof *PRECISION_NAMES)
-        return PRECISION_NAMES[precision];
-    return "unknown";
+    return lms_name_of(PRECISION_NAMES, LMS_COUNT_OF(PRECISION_NAMES), (unsigned)precision);
 }
 
 bool lms_precision_parse(const char *name, lms_precision *out)
 {
-    for (unsigned i = 0; i < sizeof PRECISION_NAMES / sizeof *PRECISION_NAMES; i++)
-        if (strcmp(name, PRECISION_NAMES[i]) == 0) {
-            *out = (lms_precision)i;
-            return true;
-        }
-    return false;
+    unsigned value;
+    if (!lms_name_find(PRECISION_NAMES, LMS_COUNT_OF(PRECISION_NAMES), name, &value)) return false;
+    *out = (lms_precision)value;
+    return true;
 }
 
 const char *lms_weights_format_name(lms_weights_format format)

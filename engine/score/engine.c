@@ -12,6 +12,7 @@
 #include "cpu.h"
 #include "gguf.h"
 #include "matmul.h"
+#include "names.h"
 #include "tokenizer.h"
 
 static const char *const ALGORITHM_NAMES[] = {
@@ -24,19 +25,15 @@ static const char *const ALGORITHM_NAMES[] = {
 
 const char *lms_algorithm_name(lms_algorithm algo)
 {
-    if ((unsigned)algo < sizeof ALGORITHM_NAMES / sizeof *ALGORITHM_NAMES)
-        return ALGORITHM_NAMES[algo];
-    return "unknown";
+    return lms_name_of(ALGORITHM_NAMES, LMS_COUNT_OF(ALGORITHM_NAMES), (unsigned)algo);
 }
 
 bool lms_algorithm_parse(const char *name, lms_algorithm *out)
 {
-    for (unsigned i = 0; i < sizeof ALGORITHM_NAMES / sizeof *ALGORITHM_NAMES; i++)
-        if (strcmp(name, ALGORITHM_NAMES[i]) == 0) {
-            *out = (lms_algorithm)i;
-            return true;
-        }
-    return false;
+    unsigned value;
+    if (!lms_name_find(ALGORITHM_NAMES, LMS_COUNT_OF(ALGORITHM_NAMES), name, &value)) return false;
+    *out = (lms_algorithm)value;
+    return true;
 }
 
 void lms_engine_options_default(lms_engine_options *opt)

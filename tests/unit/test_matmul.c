@@ -264,16 +264,16 @@ static float reference_element(const lms_weights *w, const matmul_input *in, int
     return acc;
 }
 
-typedef struct {
-    const char *name;
-    bool avx2_only;
-} tier;
-
-static int tiers(const lms_cpu_features *cpu, tier *out)
+/* The kernels of every tier this CPU runs (AVX2, then AVX-512) in out[];
+ * skips the test on a CPU without AVX2. */
+static int tier_configs(matmul_config out[2])
 {
+    lms_cpu_features cpu;
+    lms_cpu_detect(&cpu);
+    if (!cpu.avx2) skip();
     int n = 0;
-    if (cpu->avx2) out[n++] = (tier){"avx2", true};
-    if (cpu->avx512) out[n++] = (tier){"avx512", false};
+    matmul_config_init(&out[n++], &cpu, true, 8);
+    if (cpu.avx512) matmul_config_init(&out[n++], &cpu, false, 8);
     return n;
 }
 
@@ -284,11 +284,8 @@ static int tiers(const lms_cpu_features *cpu, tier *out)
 static void test_kernels_are_the_reference(void **state)
 {
     (void)state;
-    lms_cpu_features cpu;
-    lms_cpu_detect(&cpu);
-    if (!cpu.avx2) skip();
-    tier t[2];
-    const int n_tiers = tiers(&cpu, t);
+    matmul_config tier[2];
+    const int n_tiers = tier_configs(tier);
     const struct {
         lms_dtype type;
         lms_weights_format format;
@@ -324,8 +321,7 @@ static void test_kernels_are_the_reference(void **state)
         for (int32_t r = 0; r < n; r++)
             lms_weights_row(&w, r, wrows + (size_t)r * k);
         for (int ti = 0; ti < n_tiers; ti++) {
-            matmul_config cfg;
-            matmul_config_init(&cfg, &cpu, t[ti].avx2_only, 8);
+            const matmul_config cfg = tier[ti];
             for (int32_t rows = 1; rows <= max_rows; rows += 13) {
                 for (int mode = 0; mode < 2; mode++) {
                     for (size_t i = 0; i < (size_t)rows * n; i++)
@@ -340,7 +336,7 @@ static void test_kernels_are_the_reference(void **state)
                             const float got = y[(size_t)r * n + c];
                             if (memcmp(&got, &want, sizeof got))
                                 fail_msg("%s as %s on %s, %d rows, %s: [%d][%d] = %.9g, want %.9g",
-                                         name, format, t[ti].name, rows,
+                                         name, format, tier[ti].w16_tier, rows,
                                          mode ? "accumulate" : "store", r, c, got, want);
                         }
                     if (mode) continue;
@@ -348,7 +344,7 @@ static void test_kernels_are_the_reference(void **state)
                         matmul(&cfg, &w, x + (size_t)r * k, 1, MATMUL_STORE, alone, s1);
                         if (memcmp(alone, y + (size_t)r * n, (size_t)n * sizeof *alone))
                             fail_msg("%s as %s on %s: row %d alone differs from row %d of %d", name,
-                                     format, t[ti].name, r, r, rows);
+                                     format, tier[ti].w16_tier, r, r, rows);
                     }
                 }
             }
@@ -370,11 +366,8 @@ static void test_kernels_are_the_reference(void **state)
 static void test_quantiser(void **state)
 {
     (void)state;
-    lms_cpu_features cpu;
-    lms_cpu_detect(&cpu);
-    if (!cpu.avx2) skip();
-    tier t[2];
-    const int n_tiers = tiers(&cpu, t);
+    matmul_config tier[2];
+    const int n_tiers = tier_configs(tier);
     enum { K = 77, BLOCKS = 3 };
     float x[BLOCKS * 32] = {0};
     uint64_t seed = 5;
@@ -385,8 +378,7 @@ static void test_quantiser(void **state)
     x[70] = NAN;
     x[71] = -1e30f;
     for (int ti = 0; ti < n_tiers; ti++) {
-        matmul_config cfg;
-        matmul_config_init(&cfg, &cpu, t[ti].avx2_only, 8);
+        const matmul_config cfg = tier[ti];
         int8_t codes[BLOCKS * 64];
         float scales[BLOCKS];
         int32_t comp[BLOCKS * 2];
@@ -410,8 +402,8 @@ static void test_quantiser(void **state)
                 const int32_t want_hi = (int32_t)hi, want_lo = (int32_t)nearbyintf(lc);
                 const int8_t *got = codes + b * 64 + i % 32;
                 if (got[0] != want_hi || got[32] != want_lo)
-                    fail_msg("%s: value %d codes (%d, %d), want (%d, %d)", t[ti].name, i, got[0],
-                             got[32], want_hi, want_lo);
+                    fail_msg("%s: value %d codes (%d, %d), want (%d, %d)", tier[ti].w16_tier, i,
+                             got[0], got[32], want_hi, want_lo);
                 sum[i % 32 / 16] += 128 * want_hi + want_lo;
             }
             assert_int_equal(comp[2 * b], -128 * sum[0]);
