@@ -16,9 +16,10 @@
  *               d   = exact integer sum of code_w · (128 · hi_x + lo_x)
  *               acc = fma((float)d, s_w · scale_x[b], acc)
  *             then, when the matrix has offsets:
- *               acc = fma((float)sum_x, o_w · scale_x[b], acc)
+ *               acc = fma(o_w, sum_x[b], acc)
  *             with s_w = D · sc, o_w = M · m (weights.h; exact products)
- *             and sum_x the block's exact sum of 128 · hi_x + lo_x
+ *             and sum_x = scale_x · (float)(the block's exact sum of
+ *             128 · hi_x + lo_x), one f32 product (q8_act_row.sum)
  *   then    y = acc, or y = y + acc when accumulating
  *
  * so the tiers give the same bits and a row's result depends on nothing
@@ -40,6 +41,8 @@ typedef struct {
     const float *scale;  /* [blocks] */
     const int32_t *comp; /* [blocks × 2]: -128 × the sum of 128 · hi + lo over each half
                           * block, values 0-15 and 16-31 (for u8·s8 dot products) */
+    const float *sum;    /* [blocks]: scale · the block's sum of 128 · hi + lo (x's block
+                          * sum as quantised), for matrices with offsets */
 } q8_act_row;
 
 /* One panel of a Q8 matrix (weights.h), each array at the panel's first

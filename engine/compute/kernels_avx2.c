@@ -153,24 +153,17 @@ INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, size_t xo, int g0, i
         _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo[i], hi[i]), 0xD8);
 }
 
-/* acc = fma(v, s · scale_x[b], acc) per row. */
-INLINE void q8_scaled(__m256 acc[Q8_R], const __m256 v[Q8_R], __m256 s, const q8_act_row *x,
-                      int32_t b)
-{
-    UNROLL for (int i = 0; i < Q8_R; i++) acc[i] =
-        _mm256_fmadd_ps(v[i], _mm256_mul_ps(s, _mm256_set1_ps(x[i].scale[b])), acc[i]);
-}
-
 /* The sums over groups [g0, g1) of block b, scaled by D · sc (sc: the
- * slice's sub-scales for them, or NULL for 1). */
+ * slice's sub-scales for them, or NULL for 1): acc = fma(sum, s ·
+ * scale_x[b], acc) per row. */
 INLINE void q8_part(__m256 acc[Q8_R], const q8_act_row *x, int32_t b, const uint8_t *wb, int g0,
                     int g1, __m256 d, const int8_t *sc)
 {
     __m256i sums[Q8_R];
     q8_sums(x, wb, (size_t)b * 2 * LMS_Q8_BLOCK, g0, g1, sums);
-    __m256 v[Q8_R];
-    UNROLL for (int i = 0; i < Q8_R; i++) v[i] = _mm256_cvtepi32_ps(sums[i]);
-    q8_scaled(acc, v, sc ? _mm256_mul_ps(d, widen_i8(sc)) : d, x, b);
+    const __m256 s = sc ? _mm256_mul_ps(d, widen_i8(sc)) : d;
+    UNROLL for (int i = 0; i < Q8_R; i++) acc[i] = _mm256_fmadd_ps(
+        _mm256_cvtepi32_ps(sums[i]), _mm256_mul_ps(s, _mm256_set1_ps(x[i].scale[b])), acc[i]);
 }
 
 void q8_kernel_avx2(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y, size_t ldy,
@@ -195,10 +188,8 @@ void q8_kernel_avx2(const q8_act_row *x, int32_t blocks, const q8_panel *w, floa
             __m256 o = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w->offset + group)));
             if (w->sub_offset)
                 o = _mm256_mul_ps(o, widen_i8(w->sub_offset + (size_t)b * LMS_PANEL + 8 * slice));
-            __m256 sum_x[Q8_R];
-            UNROLL for (int i = 0; i < Q8_R; i++) sum_x[i] =
-                _mm256_set1_ps((float)(-(x[i].comp[2 * b] + x[i].comp[2 * b + 1]) / 128));
-            q8_scaled(acc, sum_x, o, x, b);
+            UNROLL for (int i = 0; i < Q8_R; i++) acc[i] =
+                _mm256_fmadd_ps(o, _mm256_set1_ps(x[i].sum[b]), acc[i]);
         }
         for (int i = 0; i < n_rows; i++)
             store_lanes(y + (size_t)i * ldy + 8 * slice, acc[i], n_cols - 8 * slice, accumulate);

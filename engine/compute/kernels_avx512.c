@@ -142,36 +142,26 @@ INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, size_t xo, int g0, i
     }
 }
 
-/* acc = fma(v, s · scale_x[b], acc) per row, for the columns' s in s0, s1. */
-INLINE void q8_scaled(__m512 acc[Q8_R][2], const __m512 v[Q8_R][2], __m512 s0, __m512 s1,
-                      const q8_act_row *x, int32_t b)
-{
-    UNROLL for (int i = 0; i < Q8_R; i++)
-    {
-        const __m512 sx = _mm512_set1_ps(x[i].scale[b]);
-        acc[i][0] = _mm512_fmadd_ps(v[i][0], _mm512_mul_ps(s0, sx), acc[i][0]);
-        acc[i][1] = _mm512_fmadd_ps(v[i][1], _mm512_mul_ps(s1, sx), acc[i][1]);
-    }
-}
-
 /* The sums over groups [g0, g1) of block b, scaled by D · sc (sc: the
- * panel's sub-scales for them, or NULL for 1). */
+ * panel's sub-scales for them, or NULL for 1): acc = fma(sum, s ·
+ * scale_x[b], acc) per row. */
 INLINE void q8_part(__m512 acc[Q8_R][2], const q8_act_row *x, int32_t b, const uint8_t *wb, int g0,
                     int g1, const int32_t *comp, __m512 d0, __m512 d1, const int8_t *sc)
 {
     __m512i sums[Q8_R][2];
     q8_sums(x, wb, (size_t)b * 2 * LMS_Q8_BLOCK, g0, g1, comp, sums);
-    __m512 v[Q8_R][2];
-    UNROLL for (int i = 0; i < Q8_R; i++)
-    {
-        v[i][0] = _mm512_cvtepi32_ps(sums[i][0]);
-        v[i][1] = _mm512_cvtepi32_ps(sums[i][1]);
-    }
     if (sc) {
         d0 = _mm512_mul_ps(d0, widen_i8(sc));
         d1 = _mm512_mul_ps(d1, widen_i8(sc + 16));
     }
-    q8_scaled(acc, v, d0, d1, x, b);
+    UNROLL for (int i = 0; i < Q8_R; i++)
+    {
+        const __m512 sx = _mm512_set1_ps(x[i].scale[b]);
+        acc[i][0] =
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[i][0]), _mm512_mul_ps(d0, sx), acc[i][0]);
+        acc[i][1] =
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[i][1]), _mm512_mul_ps(d1, sx), acc[i][1]);
+    }
 }
 
 void q8_kernel_avx512_vnni(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y,
@@ -207,10 +197,12 @@ void q8_kernel_avx512_vnni(const q8_act_row *x, int32_t blocks, const q8_panel *
             o0 = _mm512_mul_ps(o0, widen_i8(w->sub_offset + (size_t)b * LMS_PANEL));
             o1 = _mm512_mul_ps(o1, widen_i8(w->sub_offset + (size_t)b * LMS_PANEL + 16));
         }
-        __m512 sum_x[Q8_R][2];
-        UNROLL for (int i = 0; i < Q8_R; i++) sum_x[i][0] = sum_x[i][1] =
-            _mm512_set1_ps((float)(-whole[i] / 128));
-        q8_scaled(acc, sum_x, o0, o1, x, b);
+        UNROLL for (int i = 0; i < Q8_R; i++)
+        {
+            const __m512 sum_x = _mm512_set1_ps(x[i].sum[b]);
+            acc[i][0] = _mm512_fmadd_ps(o0, sum_x, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(o1, sum_x, acc[i][1]);
+        }
     }
     for (int i = 0; i < n_rows; i++)
         store_row(y + (size_t)i * ldy, acc[i][0], acc[i][1], n_cols, accumulate);

@@ -16,6 +16,7 @@ struct matmul_scratch {
     int8_t *codes;
     float *scales;
     int32_t *comp;
+    float *sums;
 };
 
 void matmul_config_init(matmul_config *cfg, const lms_cpu_features *cpu, bool avx2_only,
@@ -48,7 +49,8 @@ matmul_scratch *matmul_scratch_create(int32_t rows, int32_t max_k)
     s->codes = lms_alloc(blocks * 2 * LMS_Q8_BLOCK);
     s->scales = lms_alloc(blocks * sizeof *s->scales);
     s->comp = lms_alloc(blocks * 2 * sizeof *s->comp);
-    if (!s->codes || !s->scales || !s->comp) {
+    s->sums = lms_alloc(blocks * sizeof *s->sums);
+    if (!s->codes || !s->scales || !s->comp || !s->sums) {
         matmul_scratch_free(s);
         return NULL;
     }
@@ -61,6 +63,7 @@ void matmul_scratch_free(matmul_scratch *s)
     lms_free(s->codes);
     lms_free(s->scales);
     lms_free(s->comp);
+    lms_free(s->sums);
     free(s);
 }
 
@@ -71,13 +74,21 @@ void matmul_prepare(const matmul_config *cfg, const lms_weights *w, const float 
     if (w->format != LMS_WEIGHTS_Q8) return;
     const int32_t blocks = lms_weights_blocks(w), k = w->k;
 #pragma omp parallel for if ((int64_t)rows * k >= QUANTIZE_PARALLEL_MIN)
-    for (int32_t r = 0; r < rows; r++)
-        cfg->q8_quantize(x + (size_t)r * k, k, blocks,
-                         s->codes + (size_t)r * blocks * 2 * LMS_Q8_BLOCK,
-                         s->scales + (size_t)r * blocks, s->comp + (size_t)r * blocks * 2);
+    for (int32_t r = 0; r < rows; r++) {
+        const size_t first = (size_t)r * blocks;
+        cfg->q8_quantize(x + (size_t)r * k, k, blocks, s->codes + first * 2 * LMS_Q8_BLOCK,
+                         s->scales + first, s->comp + first * 2);
+        if (!w->offset16) continue;
+        /* comp = -128 × the half blocks' sums: exact, and so is the float */
+        for (int32_t b = 0; b < blocks; b++)
+            s->sums[first + b] =
+                s->scales[first + b] *
+                (float)(-(s->comp[(first + b) * 2] + s->comp[(first + b) * 2 + 1]) / 128);
+    }
     in->codes = s->codes;
     in->scales = s->scales;
     in->comp = s->comp;
+    in->sums = s->sums;
 }
 
 static void block_w16(const matmul_config *cfg, const lms_weights *w, const matmul_input *in,
@@ -124,7 +135,8 @@ static void block_q8(const matmul_config *cfg, const lms_weights *w, const matmu
             for (int32_t i = 0; i < rows_per_call; i++) {
                 const size_t row = (size_t)(r + i < r1 ? r + i : r1 - 1);
                 x[i] = (q8_act_row){in->codes + row * blocks * 2 * LMS_Q8_BLOCK,
-                                    in->scales + row * blocks, in->comp + row * blocks * 2};
+                                    in->scales + row * blocks, in->comp + row * blocks * 2,
+                                    in->sums + row * blocks};
             }
             const int32_t n_rows = r1 - r < rows_per_call ? r1 - r : rows_per_call;
             cfg->q8(x, blocks, &panel, y + (size_t)(r - r0) * ldy + (c - c0), ldy, n_rows, n_cols,

@@ -67,6 +67,7 @@ typedef struct {
     const int8_t *codes; /* Q8: [rows × blocks × 2 × LMS_Q8_BLOCK] (q8_act_row) */
     const float *scales; /* Q8: [rows × blocks] */
     const int32_t *comp; /* Q8: [rows × blocks × 2] */
+    const float *sums;   /* Q8 with offsets: [rows × blocks] (q8_act_row.sum) */
 } matmul_input;
 
 /* Prepares x[rows × w->k] for w: quantises it into s for Q8 weights. */

@@ -259,7 +259,7 @@ static float reference_element(const lms_weights *w, const matmul_input *in, int
         if (!w->offset16) continue;
         const float m = lms_f16_to_f32(w->offset16[pg * LMS_PANEL + j]);
         const float o = w->sub_offset ? m * (float)w->sub_offset[pb * LMS_PANEL + j] : m;
-        acc = fmaf((float)sum_x, o * sx, acc);
+        acc = fmaf(o, sx * (float)sum_x, acc);
     }
     return acc;
 }
