@@ -50,13 +50,66 @@ struct call {
     grpc_metadata trailing;
 
     call_tag recv_tag, send_tag, status_tag, close_tag;
+    struct call *live_prev, *live_next; /* in g_live, under its mu */
 };
 
 static int64_t g_max_message_bytes = INT64_MAX;
 
+/* Every call from call_accept to its destruction, so that a shutdown can
+ * wait for the calls rather than for the connections. */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t none_left; /* CLOCK_MONOTONIC */
+    call *head;
+    size_t count;
+} g_live = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
 void call_layer_init(int64_t max_message_bytes)
 {
     g_max_message_bytes = max_message_bytes;
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&g_live.none_left, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+static void live_add(call *c)
+{
+    pthread_mutex_lock(&g_live.mu);
+    c->live_next = g_live.head;
+    if (g_live.head) g_live.head->live_prev = c;
+    g_live.head = c;
+    g_live.count++;
+    pthread_mutex_unlock(&g_live.mu);
+}
+
+static void live_remove(call *c)
+{
+    pthread_mutex_lock(&g_live.mu);
+    if (c->live_prev)
+        c->live_prev->live_next = c->live_next;
+    else
+        g_live.head = c->live_next;
+    if (c->live_next) c->live_next->live_prev = c->live_prev;
+    if (--g_live.count == 0) pthread_cond_broadcast(&g_live.none_left);
+    pthread_mutex_unlock(&g_live.mu);
+}
+
+size_t call_layer_wait_idle(int64_t timeout_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (timeout_ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+    pthread_mutex_lock(&g_live.mu);
+    int timed_out = 0;
+    while (g_live.count > 0 && !timed_out)
+        timed_out = pthread_cond_timedwait(&g_live.none_left, &g_live.mu, &until);
+    size_t left = g_live.count;
+    pthread_mutex_unlock(&g_live.mu);
+    return left;
 }
 
 void *call_ctx(const call *c)
@@ -120,6 +173,7 @@ static void destroy(call *c)
     metrics_call_finished(c->metrics_method, code, reason,
                           (int64_t)took.tv_sec * 1000000000 + took.tv_nsec);
     if (c->h && c->h->counts_as_scoring) metrics_scoring_call_leave();
+    live_remove(c);
 
     log_record r;
     log_begin(&r, LOG_DEBUG, "call finished");
@@ -425,6 +479,7 @@ void call_accept(grpc_call *gc, const call_handler *h, const char *method, gpr_t
     init_tag(&c->send_tag, c, on_send_done);
     init_tag(&c->status_tag, c, on_status_done);
     init_tag(&c->close_tag, c, on_close_done);
+    live_add(c);
     metrics_request_started();
     if (h && h->counts_as_scoring) metrics_scoring_call_enter();
 

@@ -60,6 +60,9 @@ typedef enum { CALL_SENT, CALL_BUSY, CALL_CLOSED } call_send_result;
  * message_too_large) before any handler sees it, a bigger response with
  * RESOURCE_EXHAUSTED (reason response_too_large). */
 void call_layer_init(int64_t max_message_bytes);
+/* Waits up to timeout_ms for every accepted call to be over; returns how
+ * many are still alive. */
+size_t call_layer_wait_idle(int64_t timeout_ms);
 
 /* For the server: takes over gc (one reference) and starts the handler's
  * batches. A NULL handler answers UNIMPLEMENTED. */

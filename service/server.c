@@ -230,31 +230,20 @@ int server_port(const server *s)
     return s->port;
 }
 
-static bool wait_shutdown(server *s, int64_t ms)
+static void wait_shutdown(server *s)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (ms % 1000) * 1000000;
-    if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
     pthread_mutex_lock(&s->shutdown.mu);
-    while (!s->shutdown.done) {
-        if (ms < 0)
-            pthread_cond_wait(&s->shutdown.cv, &s->shutdown.mu);
-        else if (pthread_cond_timedwait(&s->shutdown.cv, &s->shutdown.mu, &until) != 0)
-            break;
-    }
-    bool done = s->shutdown.done;
+    while (!s->shutdown.done)
+        pthread_cond_wait(&s->shutdown.cv, &s->shutdown.mu);
     pthread_mutex_unlock(&s->shutdown.mu);
-    return done;
 }
 
 void server_shutdown(server *s, int64_t grace_ms)
 {
     atomic_store(&s->shutting_down, true);
-    grpc_server_shutdown_and_notify(s->grpc, s->cq, &s->shutdown.base);
     if (!s->cq_thread_started) {
         /* startup failed: no CQ thread, so run the remaining tags here */
+        grpc_server_shutdown_and_notify(s->grpc, s->cq, &s->shutdown.base);
         while (!s->shutdown.done) {
             grpc_event ev =
                 grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
@@ -262,11 +251,21 @@ void server_shutdown(server *s, int64_t grace_ms)
         }
         return;
     }
-    if (!wait_shutdown(s, grace_ms)) {
-        log_msg(LOG_WARNING, "calls still running after the grace period: cancelling them");
-        grpc_server_cancel_all_calls(s->grpc);
-        wait_shutdown(s, -1);
+    size_t left = call_layer_wait_idle(grace_ms);
+    if (left > 0) {
+        log_record r;
+        log_begin(&r, LOG_WARNING, "calls still running after the grace period: cancelling them");
+        log_int(&r, "calls", (int64_t)left);
+        log_end(&r);
     }
+    /* The core's own shutdown would wait for every client to close its
+     * connection, idle ones included, and cancel (without details) the calls
+     * that reach it after it began. With no call left, closing the
+     * connections first loses nothing: a call still in transit fails at its
+     * client's transport (UNAVAILABLE) and is retried elsewhere. */
+    grpc_server_cancel_all_calls(s->grpc);
+    grpc_server_shutdown_and_notify(s->grpc, s->cq, &s->shutdown.base);
+    wait_shutdown(s);
 }
 
 void server_destroy(server *s)

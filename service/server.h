@@ -25,8 +25,9 @@ typedef struct server server;
 lms_status server_start(const server_options *opt, const call_handler *const *handlers,
                         size_t n_handlers, server **out, lms_error *err);
 int server_port(const server *s);
-/* Stops accepting calls; calls still running after grace_ms are cancelled.
- * Returns once every call is over. */
+/* Stops accepting calls, waits up to grace_ms for the calls still running
+ * to end (those left are cancelled), closes every connection and stops
+ * listening. Returns once the core is done. */
 void server_shutdown(server *s, int64_t grace_ms);
 /* After server_shutdown: joins the CQ thread and frees everything. */
 void server_destroy(server *s);
