@@ -32,12 +32,14 @@ struct call {
     void *state;
     atomic_int refs;
     atomic_bool cancelled;
+    atomic_bool ended; /* mirrors finished, for call_should_stop */
 
     pthread_mutex_t mu; /* guards everything below */
     pthread_cond_t send_done;
     bool initial_metadata_sent;
     bool send_in_flight;
     bool finished;       /* call_finish/call_reply ran */
+    bool admitted;       /* counted by call_admit, until the status is sent */
     bool status_pending; /* the status waits for the message in flight */
     bool closed;         /* RECV_CLOSE_ON_SERVER completed */
     int close_cancelled; /* its out-parameter */
@@ -63,6 +65,8 @@ static struct {
     call *head;
     size_t count;
 } g_live = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static atomic_int g_admitted;
 
 void call_layer_init(int64_t max_message_bytes)
 {
@@ -94,6 +98,34 @@ static void live_remove(call *c)
     if (c->live_next) c->live_next->live_prev = c->live_prev;
     if (--g_live.count == 0) pthread_cond_broadcast(&g_live.none_left);
     pthread_mutex_unlock(&g_live.mu);
+}
+
+/* A reference to c unless it is already being destroyed. */
+static bool try_ref(call *c)
+{
+    int n = atomic_load(&c->refs);
+    while (n > 0)
+        if (atomic_compare_exchange_weak(&c->refs, &n, n + 1)) return true;
+    return false;
+}
+
+void call_layer_end_all(const rpc_status *st)
+{
+    for (;;) {
+        call *next = NULL;
+        pthread_mutex_lock(&g_live.mu);
+        for (call *c = g_live.head; c && !next; c = c->live_next)
+            if (!atomic_load(&c->ended) && try_ref(c)) next = c;
+        pthread_mutex_unlock(&g_live.mu);
+        if (!next) return;
+        call_finish(next, st);
+        call_unref(next);
+    }
+}
+
+int call_layer_admitted(void)
+{
+    return atomic_load(&g_admitted);
 }
 
 size_t call_layer_wait_idle(int64_t timeout_ms)
@@ -149,7 +181,27 @@ bool call_deadline_passed(const call *c)
 
 bool call_should_stop(const call *c)
 {
-    return atomic_load(&c->cancelled) || call_deadline_passed(c);
+    return atomic_load(&c->cancelled) || atomic_load(&c->ended) || call_deadline_passed(c);
+}
+
+/* Caller holds c->mu (or the last reference). */
+static void leave_admitted_locked(call *c)
+{
+    if (!c->admitted) return;
+    c->admitted = false;
+    if (c->h->counts_as_scoring) metrics_scoring_call_leave();
+    atomic_fetch_sub(&g_admitted, 1);
+}
+
+void call_admit(call *c)
+{
+    pthread_mutex_lock(&c->mu);
+    if (!c->admitted && !c->finished) {
+        c->admitted = true;
+        atomic_fetch_add(&g_admitted, 1);
+        if (c->h->counts_as_scoring) metrics_scoring_call_enter();
+    }
+    pthread_mutex_unlock(&c->mu);
 }
 
 void call_stopped_status(const call *c, rpc_status *st)
@@ -172,7 +224,7 @@ static void destroy(call *c)
     gpr_timespec took = gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), c->started);
     metrics_call_finished(c->metrics_method, code, reason,
                           (int64_t)took.tv_sec * 1000000000 + took.tv_nsec);
-    if (c->h && c->h->counts_as_scoring) metrics_scoring_call_leave();
+    leave_admitted_locked(c); /* no lock needed: the last reference is gone */
     live_remove(c);
 
     log_record r;
@@ -275,6 +327,8 @@ static void end_call(call *c, const rpc_status *st, grpc_byte_buffer *reply)
         return;
     }
     c->finished = true;
+    atomic_store(&c->ended, true);
+    leave_admitted_locked(c);
     c->status = *st;
     c->reply_buf = reply;
     if (c->send_in_flight)
@@ -473,6 +527,7 @@ void call_accept(grpc_call *gc, const call_handler *h, const char *method, gpr_t
     c->started = gpr_now(GPR_CLOCK_MONOTONIC);
     atomic_init(&c->refs, 1); /* this function's own, dropped at the end */
     atomic_init(&c->cancelled, false);
+    atomic_init(&c->ended, false);
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->send_done, NULL);
     init_tag(&c->recv_tag, c, on_recv_done);
@@ -481,7 +536,6 @@ void call_accept(grpc_call *gc, const call_handler *h, const char *method, gpr_t
     init_tag(&c->close_tag, c, on_close_done);
     live_add(c);
     metrics_request_started();
-    if (h && h->counts_as_scoring) metrics_scoring_call_enter();
 
     grpc_op op;
     memset(&op, 0, sizeof op);

@@ -45,7 +45,7 @@ typedef struct call call;
 typedef struct call_handler {
     const char *path; /* "/package.Service/Method" */
     call_shape shape;
-    bool counts_as_scoring; /* counted in ServerStats.in_flight_calls and the drain */
+    bool counts_as_scoring; /* an admitted call counts in ServerStats.in_flight_calls */
     void *ctx;              /* the handler module's context, for call_ctx */
     void (*on_message)(call *c, const uint8_t *msg, size_t len);
     void (*on_sent)(call *c);                  /* optional */
@@ -60,6 +60,10 @@ typedef enum { CALL_SENT, CALL_BUSY, CALL_CLOSED } call_send_result;
  * message_too_large) before any handler sees it, a bigger response with
  * RESOURCE_EXHAUSTED (reason response_too_large). */
 void call_layer_init(int64_t max_message_bytes);
+/* Calls admitted (call_admit) whose status has not been sent yet. */
+int call_layer_admitted(void);
+/* Ends every call still running with st (the shutdown's last word). */
+void call_layer_end_all(const rpc_status *st);
 /* Waits up to timeout_ms for every accepted call to be over; returns how
  * many are still alive. */
 size_t call_layer_wait_idle(int64_t timeout_ms);
@@ -77,8 +81,13 @@ int call_metrics_method(const call *c);
 void call_ref(call *c);
 void call_unref(call *c);
 
-/* True once the client cancelled, the connection broke or the deadline
- * passed: work for the call should stop. */
+/* Counts c as admitted work from now until its status is sent: the drain
+ * waits for admitted calls, and those of a counts_as_scoring handler show
+ * in ServerStats.in_flight_calls. */
+void call_admit(call *c);
+
+/* True once the client cancelled, the connection broke, the deadline
+ * passed or the call was ended: work for the call should stop. */
 bool call_should_stop(const call *c);
 bool call_deadline_passed(const call *c);
 /* DEADLINE_EXCEEDED or CANCELLED, for work stopped by call_should_stop. */

@@ -180,6 +180,18 @@ static int serve_until_signal(const sigset_t *signals, systemd_notifier *sd, wor
     }
 }
 
+/* Ends the calls still running when the server stops: UNAVAILABLE, so a
+ * client retries them elsewhere. */
+static void stop_server(server *srv)
+{
+    rpc_status st;
+    rpc_status_set(&st, GRPC_STATUS_UNAVAILABLE, "draining", NULL,
+                   "the server is shutting down; retry on another replica");
+    /* The calls were ended above: the grace covers their last sends and
+     * workers noticing at their next poll. */
+    server_shutdown(srv, &st, 1000);
+}
+
 /* The log line comes after the phase changes: once it is written, every new
  * call is refused (tests and operators wait for it). */
 static void drain(service *svc, int sig, health *h, server *srv, systemd_notifier *sd)
@@ -192,21 +204,18 @@ static void drain(service *svc, int sig, health *h, server *srv, systemd_notifie
     health_set_serving(h, false);
     systemd_stopping();
     int64_t deadline = monotonic_ms() + svc->cfg->drain_timeout_ms;
-    while (metrics_scoring_calls_in_flight() > 0 && monotonic_ms() < deadline) {
+    while (call_layer_admitted() > 0 && monotonic_ms() < deadline) {
         systemd_tick(sd, svc->workers);
         sleep_ms(10);
     }
-    int32_t left = metrics_scoring_calls_in_flight();
+    int left = call_layer_admitted();
     if (left > 0) {
-        log_begin(&r, LOG_WARNING, "drain timeout: cancelling the calls still running");
+        log_begin(&r, LOG_WARNING, "drain timeout: ending the calls still running");
         log_int(&r, "calls", left);
         log_end(&r);
     }
     health_end_watches(h);
-    /* What is left is short (Tokenize, GetModelInfo, health) or idle (a
-     * reflection stream a tool keeps open): a second, within the timeout. */
-    int64_t grace = deadline - monotonic_ms();
-    server_shutdown(srv, grace < 100 ? 100 : grace > 1000 ? 1000 : grace);
+    stop_server(srv);
 }
 
 static int run(const lmscored_config *cfg, const sigset_t *signals)
@@ -279,12 +288,12 @@ static int run(const lmscored_config *cfg, const sigset_t *signals)
             log_msg(LOG_INFO, "signal received while loading the model: stopping");
             systemd_stopping();
             atomic_store(&svc.phase, PHASE_DRAINING);
-            server_shutdown(srv, 0);
+            stop_server(srv);
         } else if (loaded != LMS_OK) {
             log_error("cannot load the model", &err);
             systemd_status("failed to load the model");
             atomic_store(&svc.phase, PHASE_DRAINING);
-            server_shutdown(srv, 0);
+            stop_server(srv);
             rc = 1;
         } else {
             svc.engine = engine;

@@ -166,11 +166,6 @@ void metrics_job_leave(void)
     atomic_fetch_sub(&in_flight_jobs, 1);
 }
 
-int32_t metrics_scoring_calls_in_flight(void)
-{
-    return atomic_load(&in_flight_calls);
-}
-
 void metrics_snapshot_get(metrics_snapshot *out)
 {
     const int64_t now_ns = monotonic_ns();

@@ -94,7 +94,6 @@ void metrics_scoring_call_enter(void);
 void metrics_scoring_call_leave(void);
 void metrics_job_enter(void);
 void metrics_job_leave(void);
-int32_t metrics_scoring_calls_in_flight(void);
 void metrics_snapshot_get(metrics_snapshot *out);
 /* Fills out (some 20 KB: allocate it). */
 void metrics_detail_get(metrics_detail *out);

@@ -538,7 +538,7 @@ static void on_items_message(call *c, const uint8_t *data, size_t len)
         refuse = true;
         rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "missing_input", "items",
                        "items: a message after the header must carry an item batch");
-    } else if (is_header && !(s->engine = service_engine(s->svc, &st))) {
+    } else if (is_header && !(s->engine = service_admit(s->svc, c, &st))) {
         refuse = true;
     }
     if (refuse) {

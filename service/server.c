@@ -204,7 +204,7 @@ lms_status server_start(const server_options *opt, const call_handler *const *ha
                           opt->listen);
     }
     if (st != LMS_OK) {
-        server_shutdown(s, 0);
+        server_shutdown(s, NULL, 0);
         server_destroy(s);
         return st;
     }
@@ -216,7 +216,7 @@ lms_status server_start(const server_options *opt, const call_handler *const *ha
         arm(&s->slots[i]);
     }
     if (pthread_create(&s->cq_thread, NULL, cq_loop, s) != 0) {
-        server_shutdown(s, 0);
+        server_shutdown(s, NULL, 0);
         server_destroy(s);
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "cannot start the completion queue thread");
     }
@@ -238,7 +238,7 @@ static void wait_shutdown(server *s)
     pthread_mutex_unlock(&s->shutdown.mu);
 }
 
-void server_shutdown(server *s, int64_t grace_ms)
+void server_shutdown(server *s, const rpc_status *end_with, int64_t grace_ms)
 {
     atomic_store(&s->shutting_down, true);
     if (!s->cq_thread_started) {
@@ -251,6 +251,7 @@ void server_shutdown(server *s, int64_t grace_ms)
         }
         return;
     }
+    call_layer_end_all(end_with);
     size_t left = call_layer_wait_idle(grace_ms);
     if (left > 0) {
         log_record r;

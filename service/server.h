@@ -25,10 +25,11 @@ typedef struct server server;
 lms_status server_start(const server_options *opt, const call_handler *const *handlers,
                         size_t n_handlers, server **out, lms_error *err);
 int server_port(const server *s);
-/* Stops accepting calls, waits up to grace_ms for the calls still running
- * to end (those left are cancelled), closes every connection and stops
- * listening. Returns once the core is done. */
-void server_shutdown(server *s, int64_t grace_ms);
+/* Stops accepting calls, ends every call still running with end_with,
+ * waits up to grace_ms for them to be over (those left are cancelled),
+ * closes every connection and stops listening. Returns once the core is
+ * done. end_with may be NULL before any call was accepted. */
+void server_shutdown(server *s, const rpc_status *end_with, int64_t grace_ms);
 /* After server_shutdown: joins the CQ thread and frees everything. */
 void server_destroy(server *s);
 

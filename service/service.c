@@ -6,8 +6,9 @@
 
 #include "metrics.h"
 
-lms_engine *service_engine(service *svc, rpc_status *st)
+lms_engine *service_admit(service *svc, call *c, rpc_status *st)
 {
+    call_admit(c);
     switch ((service_phase)atomic_load(&svc->phase)) {
     case PHASE_SERVING:
         return svc->engine;
@@ -29,7 +30,7 @@ ProtobufCMessage *service_begin(service *svc, call *c, const ProtobufCMessageDes
                                 const uint8_t *msg, size_t len, lms_engine **engine)
 {
     rpc_status st;
-    *engine = service_engine(svc, &st);
+    *engine = service_admit(svc, c, &st);
     if (!*engine) {
         call_finish(c, &st);
         return NULL;

@@ -24,13 +24,15 @@ typedef struct {
     atomic_int phase;
 } service;
 
-/* The engine when the daemon is serving; otherwise NULL and st is set to
- * UNAVAILABLE (reason not_ready or draining). */
-lms_engine *service_engine(service *svc, rpc_status *st);
+/* Admits call c (call_admit) and returns the engine when the daemon is
+ * serving; otherwise NULL and st is set to UNAVAILABLE (reason not_ready or
+ * draining). The call is counted before the phase is read, so a drain that
+ * finds no admitted call has none left to wait for. */
+lms_engine *service_admit(service *svc, call *c, rpc_status *st);
 
-/* The start of every engine-backed unary call: the engine (phase check)
- * and the decoded request. NULL when the call has been ended instead
- * (UNAVAILABLE, or INVALID_ARGUMENT for a malformed message). */
+/* The start of every engine-backed unary call: admission and the decoded
+ * request. NULL when the call has been ended instead (UNAVAILABLE, or
+ * INVALID_ARGUMENT for a malformed message). */
 ProtobufCMessage *service_begin(service *svc, call *c, const ProtobufCMessageDescriptor *desc,
                                 const uint8_t *msg, size_t len, lms_engine **engine);
 

@@ -4,12 +4,19 @@ connections open, and what every call gets when SIGTERM comes under load.
 Each test replays one class of an adversarial run; docs/operations.md
 states the guarantees they check.
 """
+import collections
 import datetime
+import random
 import re
 import signal
+import threading
+import time
 
-from harness import Daemon
-from lmscore.v1 import score_pb2
+import grpc
+import pytest
+
+from harness import Daemon, LMSCORED_TEST_HOOKS, error_info, tokens
+from lmscore.v1 import score_pb2, score_pb2_grpc
 
 
 def log_time(line):
@@ -37,3 +44,122 @@ def test_sigterm_with_idle_connections_stops_at_once():
         for ch in channels:
             ch.close()
 
+
+def score_request(n_items):
+    return score_pb2.ScoreRequest(query=tokens([1, 2, 3, 4]), items=[tokens([5, 6, 7])] * n_items,
+                                  label_token_ids=[8, 9])
+
+
+def items_requests(n_batches):
+    yield score_pb2.ScoreItemsRequest(
+        header=score_pb2.ScoreItemsHeader(query=tokens([1, 2, 3]), label_token_ids=[8, 9]))
+    for _ in range(n_batches):
+        yield score_pb2.ScoreItemsRequest(items=score_pb2.ItemBatch(items=[tokens([5, 6])] * 4))
+
+
+def one_scoring_call(stub, rnd):
+    """A random scoring call; (method, code name, ErrorInfo reason or None)."""
+    kind = rnd.choice(["Score", "ScoreStream", "ScoreItems"])
+    try:
+        if kind == "Score":
+            stub.Score(score_request(rnd.randint(1, 30)), timeout=60)
+        elif kind == "ScoreStream":
+            for _ in stub.ScoreStream(score_request(rnd.randint(1, 30)), timeout=60):
+                pass
+        else:
+            for _ in stub.ScoreItems(items_requests(rnd.randint(1, 6)), timeout=60):
+                pass
+        return kind, "OK", None
+    except grpc.RpcError as e:
+        info = error_info(e)
+        return kind, e.code().name, info.reason if info else None, e.details()
+
+
+def server_outcomes(d):
+    """(code, reason) of every scoring call the daemon finished (debug log)."""
+    out = collections.Counter()
+    for line in d.log().splitlines():
+        if 'msg="call finished"' in line and "ScoreService/Score" in line:
+            reason = re.search(r"reason=(\S+)", line)
+            out[(re.search(r"code=(\S+)", line).group(1), reason and reason.group(1))] += 1
+    return out
+
+
+def test_sigterm_under_load_loses_no_call():
+    """Clients that keep calling through a SIGTERM: every call the daemon took
+    ends OK or with an ErrorInfo (draining), none is cancelled without
+    details, and the client sees exactly the outcomes the daemon sent. A call
+    that never reached the daemon fails UNAVAILABLE at the client's transport
+    (connection refused or closed), which gRPC clients retry."""
+    d = Daemon("--workers", "2", "--queue-depth", "256", "--drain-timeout", "20s",
+               "--log-level", "debug")
+    results, stop = [], threading.Event()
+
+    def client(seed):
+        rnd = random.Random(seed)
+        with d.channel() as ch:
+            stub = score_pb2_grpc.ScoreServiceStub(ch)
+            while not stop.is_set():
+                r = one_scoring_call(stub, rnd)
+                results.append(r)
+                if r[1] == "UNAVAILABLE" and r[2] is None:
+                    return  # the daemon is gone
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(8)]
+    try:
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 120
+        while sum(r[1] == "OK" for r in results) < 40:
+            assert time.monotonic() < deadline and d.proc.poll() is None
+            time.sleep(0.05)
+        d.proc.send_signal(signal.SIGTERM)
+        signalled = log_time(d.wait_for_log(r'msg="signal received', 60))
+        stopped = log_time(d.wait_for_log(r'msg="?stopped', 120))
+        d.stop_clean()
+    finally:
+        stop.set()
+        d.stop(signal.SIGKILL)
+        for t in threads:
+            t.join(120)
+    assert not any(t.is_alive() for t in threads), "a client call never ended"
+    lost = [r for r in results if r[1] != "OK" and r[2] is None and r[1] != "UNAVAILABLE"]
+    assert not lost, lost
+    client_side = collections.Counter((r[1], r[2]) for r in results if r[1] == "OK" or r[2])
+    server_side = server_outcomes(d)
+    assert set(server_side) <= {("OK", None), ("UNAVAILABLE", "draining")}, server_side
+    assert client_side[("OK", None)] == server_side[("OK", None)], (client_side, server_side)
+    # A call refused in the last milliseconds may meet its closing connection
+    # instead of the draining status: UNAVAILABLE either way.
+    assert client_side[("UNAVAILABLE", "draining")] <= server_side[("UNAVAILABLE", "draining")]
+    # Calls refused while draining do not hold the drain up.
+    assert stopped - signalled < 10, d.log()
+    assert "drain timeout" not in d.log() and "still running" not in d.log()
+
+
+def test_calls_past_the_drain_timeout_end_with_details():
+    """A call still running when --drain-timeout ends, and an idle reflection
+    stream, end UNAVAILABLE (draining) with an ErrorInfo, not cancelled."""
+    d = Daemon("--drain-timeout", "300ms", "--workers", "1", binary=LMSCORED_TEST_HOOKS,
+               env={"LMSCORE_TEST_STALL_WORKER_MS": "2000"})
+    try:
+        with d.channel() as ch:
+            stub = score_pb2_grpc.ScoreServiceStub(ch)
+            calls = [stub.Score.future(score_request(2), timeout=120) for _ in range(2)]
+            reflection = ch.stream_stream(
+                "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo")(
+                    iter(threading.Event().wait, True), timeout=120)
+            deadline = time.monotonic() + 60
+            while d.stats().in_flight_calls < 2:
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            d.proc.send_signal(signal.SIGTERM)
+            for c in calls + [reflection]:
+                with pytest.raises(grpc.RpcError) as e:
+                    c.result() if c in calls else next(c)
+                assert e.value.code() == grpc.StatusCode.UNAVAILABLE, e.value
+                assert error_info(e.value) is not None, (e.value, d.log())
+                assert error_info(e.value).reason == "draining"
+        d.stop_clean()
+    finally:
+        d.stop(signal.SIGKILL)

@@ -128,8 +128,8 @@ def test_ready_status_watchdog_stopping(tmp_path):
             stub = score_pb2_grpc.ScoreServiceStub(ch)
             calls = [stub.Score.future(request(20), timeout=600) for _ in range(4)]
             deadline = time.monotonic() + 60
-            # jobs, not calls: a call counts from its accept, before its request
-            # has been read, and a request read after SIGTERM is refused
+            # jobs: a call whose request is read after SIGTERM is refused, so
+            # the four are surely admitted once their jobs are queued
             while d.stats().in_flight_jobs < 4:
                 assert time.monotonic() < deadline
                 time.sleep(0.01)
