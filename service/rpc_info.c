@@ -12,60 +12,40 @@
 #include "metrics.h"
 #include "score_request.h"
 
-typedef struct {
-    worker_job base;
-    call *c;
-    lms_engine *engine;
-    Lmscore__V1__TokenizeRequest *req;
-} tokenize_job;
-
-static void tokenize_run(worker_job *base)
+static void tokenize_run(service_job *job)
 {
-    tokenize_job *job = (tokenize_job *)base;
-    rpc_status st;
+    const Lmscore__V1__TokenizeRequest *req = (const Lmscore__V1__TokenizeRequest *)job->request;
     const lms_tokenizer *tok = lms_engine_tokenizer(job->engine);
-    if (call_should_stop(job->c)) {
-        call_stopped_status(job->c, &st);
-        call_finish(job->c, &st);
-    } else if (!tok) {
+    rpc_status st;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    lms_error err = {0};
+    if (!tok) {
         rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "no_tokenizer", "text",
                        "text: the model has no tokenizer");
-        call_finish(job->c, &st);
+        service_job_finish(job, &st);
+    } else if (lms_tokenizer_encode(tok, req->text, strlen(req->text), req->add_special_tokens,
+                                    &ids, &n, &err) != LMS_OK) {
+        rpc_status_from_error(&st, &err);
+        service_job_finish(job, &st);
     } else {
-        int32_t *ids = NULL;
-        size_t n = 0;
-        lms_error err = {0};
-        if (lms_tokenizer_encode(tok, job->req->text, strlen(job->req->text),
-                                 job->req->add_special_tokens, &ids, &n, &err) != LMS_OK) {
-            rpc_status_from_error(&st, &err);
-            call_finish(job->c, &st);
-        } else {
-            Lmscore__V1__TokenizeResponse resp = LMSCORE__V1__TOKENIZE_RESPONSE__INIT;
-            resp.n_token_ids = n;
-            resp.token_ids = ids;
-            call_reply(job->c, &resp.base);
-        }
-        free(ids);
+        Lmscore__V1__TokenizeResponse resp = LMSCORE__V1__TOKENIZE_RESPONSE__INIT;
+        resp.n_token_ids = n;
+        resp.token_ids = ids;
+        service_job_reply(job, &resp.base);
     }
-    lmscore__v1__tokenize_request__free_unpacked(job->req, NULL);
-    metrics_job_leave();
-    call_unref(job->c);
-    free(job);
+    free(ids);
 }
 
 static void on_tokenize(call *c, const uint8_t *msg, size_t len)
 {
     service *svc = call_ctx(c);
     lms_engine *engine;
-    Lmscore__V1__TokenizeRequest *req = (Lmscore__V1__TokenizeRequest *)service_begin(
-        svc, c, &lmscore__v1__tokenize_request__descriptor, msg, len, &engine);
+    ProtobufCMessage *req =
+        service_begin(svc, c, &lmscore__v1__tokenize_request__descriptor, msg, len, &engine);
     if (!req) return;
-    tokenize_job *job = calloc(1, sizeof *job);
-    if (job) *job = (tokenize_job){.base.run = tokenize_run, .c = c, .engine = engine, .req = req};
-    if (!service_submit(svc, c, job ? &job->base : NULL)) {
-        lmscore__v1__tokenize_request__free_unpacked(req, NULL);
-        free(job);
-    }
+    service_job *job = service_job_new(sizeof *job, c, engine, req, tokenize_run);
+    if (job) service_job_submit(svc, job);
 }
 
 static void on_get_model_info(call *c, const uint8_t *msg, size_t len)

@@ -165,108 +165,83 @@ static void fill_summary(Lmscore__V1__ScoreSummary *sum, Lmscore__V1__Usage *usa
 /* ---- Score and ScoreStream -------------------------------------------------- */
 
 typedef struct {
-    worker_job base;
-    service *svc;
-    call *c;
-    lms_engine *engine;
-    Lmscore__V1__ScoreRequest *req;
+    service_job base; /* request: a ScoreRequest */
     bool stream;
 } score_job;
 
-static void score_job_free(score_job *job)
+/* The answer of a scored request: a ScoreStream's summary (its chunks have
+ * been sent), or Score's response. */
+static void score_job_reply(score_job *job, const score_header *header, engine_run *run,
+                            const lms_score_result *res, const score_timing *timing)
 {
-    lmscore__v1__score_request__free_unpacked(job->req, NULL);
-    metrics_job_leave();
-    call_unref(job->c);
-    free(job);
-}
-
-static void score_job_run(worker_job *base)
-{
-    score_job *job = (score_job *)base;
-    call *c = job->c;
-    int64_t started = monotonic_ns();
-    score_timing timing = {.queue_ns = base->waited_ns};
-    rpc_status st;
-    if (call_should_stop(c)) {
-        call_stopped_status(c, &st);
-        call_finish(c, &st);
-        score_job_free(job);
-        return;
-    }
-    lms_error err = {0};
-    score_header_fields fields;
-    score_header header;
-    score_items items;
-    score_header_fields_of_request(job->req, &fields);
-    if (score_header_prepare(job->engine, &fields, &header, &err) != LMS_OK) {
-        rpc_status_from_error(&st, &err);
-        call_finish(c, &st);
-        score_job_free(job);
-        return;
-    }
-    if (score_items_prepare(job->engine, &header, job->req->items, job->req->n_items, 0, &items,
-                            &err) != LMS_OK) {
-        rpc_status_from_error(&st, &err);
-        call_finish(c, &st);
-        score_header_free(&header);
-        score_job_free(job);
-        return;
-    }
-    lms_score_request req;
-    score_request_build(&header, &items, &req);
-    timing.prepare_ns = monotonic_ns() - started;
-    engine_run run = {.c = c, .stream = job->stream, .with_logprobs = header.return_logprobs};
-    lms_score_result res;
-    bool scored = run_engine(job->engine, NULL, &run, &req, &res, &st);
-    timing.engine_ns = run.engine_ns;
     score_timing_view timing_view;
-    score_timing_view_fill(&timing_view, &timing);
-    if (!scored) {
-        call_finish(c, &st);
-    } else if (job->stream) {
-        Lmscore__V1__Usage usage = LMSCORE__V1__USAGE__INIT;
-        score_usage_add(&usage, &res);
+    score_timing_view_fill(&timing_view, timing);
+    Lmscore__V1__Usage usage = LMSCORE__V1__USAGE__INIT;
+    if (job->stream) {
+        score_usage_add(&usage, res);
         Lmscore__V1__ScoreSummary sum;
-        fill_summary(&sum, &usage, &timing_view, &header, res.algorithm, res.algorithm_reason,
-                     res.n_items);
+        fill_summary(&sum, &usage, &timing_view, header, res->algorithm, res->algorithm_reason,
+                     res->n_items);
         Lmscore__V1__ScoreStreamResponse msg = LMSCORE__V1__SCORE_STREAM_RESPONSE__INIT;
         msg.kind_case = LMSCORE__V1__SCORE_STREAM_RESPONSE__KIND_SUMMARY;
         msg.summary = &sum;
-        call_reply(c, &msg.base);
+        service_job_reply(&job->base, &msg.base);
     } else {
         Lmscore__V1__ScoreResponse resp;
-        Lmscore__V1__Usage usage;
-        score_response_fill(&resp, &usage, &run.view, &res, header.label_ids,
-                            header.return_logprobs);
+        score_response_fill(&resp, &usage, &run->view, res, header->label_ids,
+                            header->return_logprobs);
         resp.timing = &timing_view.msg;
-        call_reply(c, &resp.base);
+        service_job_reply(&job->base, &resp.base);
     }
+}
+
+static void score_job_run(service_job *base)
+{
+    score_job *job = (score_job *)base;
+    const Lmscore__V1__ScoreRequest *req = (const Lmscore__V1__ScoreRequest *)base->request;
+    int64_t started = monotonic_ns();
+    score_timing timing = {.queue_ns = base->work.waited_ns};
+    lms_error err = {0};
+    rpc_status st;
+    score_header_fields fields;
+    score_header header = {0};
+    score_items items = {0};
+    engine_run run = {.c = base->c, .stream = job->stream};
+    lms_score_result res = {0};
+    score_header_fields_of_request(req, &fields);
+    bool ok = score_header_prepare(base->engine, &fields, &header, &err) == LMS_OK &&
+              score_items_prepare(base->engine, &header, req->items, req->n_items, 0, &items,
+                                  &err) == LMS_OK;
+    if (!ok) {
+        rpc_status_from_error(&st, &err);
+    } else {
+        lms_score_request engine_req;
+        score_request_build(&header, &items, &engine_req);
+        timing.prepare_ns = monotonic_ns() - started;
+        run.with_logprobs = header.return_logprobs;
+        ok = run_engine(base->engine, NULL, &run, &engine_req, &res, &st);
+        timing.engine_ns = run.engine_ns;
+    }
+    if (ok)
+        score_job_reply(job, &header, &run, &res, &timing);
+    else
+        service_job_finish(base, &st);
     engine_run_free(&run, &res);
     score_items_free(&items);
     score_header_free(&header);
-    score_job_free(job);
 }
 
 static void on_score_message(call *c, const uint8_t *msg, size_t len, bool stream)
 {
     service *svc = call_ctx(c);
     lms_engine *engine;
-    Lmscore__V1__ScoreRequest *req = (Lmscore__V1__ScoreRequest *)service_begin(
-        svc, c, &lmscore__v1__score_request__descriptor, msg, len, &engine);
+    ProtobufCMessage *req =
+        service_begin(svc, c, &lmscore__v1__score_request__descriptor, msg, len, &engine);
     if (!req) return;
-    score_job *job = calloc(1, sizeof *job);
-    if (job)
-        *job = (score_job){.base.run = score_job_run,
-                           .svc = svc,
-                           .c = c,
-                           .engine = engine,
-                           .req = req,
-                           .stream = stream};
-    if (!service_submit(svc, c, job ? &job->base : NULL)) {
-        lmscore__v1__score_request__free_unpacked(req, NULL);
-        free(job);
-    }
+    score_job *job = service_job_new(sizeof *job, c, engine, req, score_job_run);
+    if (!job) return;
+    job->stream = stream;
+    service_job_submit(svc, &job->base);
 }
 
 static void on_score(call *c, const uint8_t *msg, size_t len)
@@ -302,9 +277,8 @@ typedef struct {
 } items_stream;
 
 typedef struct {
-    worker_job base;
+    service_job base; /* request: a ScoreItemsRequest, the header or a batch */
     items_stream *s;
-    Lmscore__V1__ScoreItemsRequest *msg; /* the header, or a batch */
     int64_t index_base;
 } items_job;
 
@@ -318,21 +292,22 @@ static void items_stream_free(void *state)
     free(s);
 }
 
-/* Ends the stream with st (NULL: already ended); the running job (if any)
- * stops on its own. */
-static void items_fail(items_stream *s, const rpc_status *st)
+/* Marks the stream over (nothing more is read or started); the running
+ * job (if any) stops on its own. The caller ends the call if it has not
+ * ended. */
+static void items_fail(items_stream *s)
 {
     pthread_mutex_lock(&s->mu);
     s->failed = true;
     if (s->pending) lmscore__v1__score_items_request__free_unpacked(s->pending, NULL);
     s->pending = NULL;
     pthread_mutex_unlock(&s->mu);
-    if (st) call_finish(s->c, st);
 }
 
-/* Sends the summary and OK. Caller holds mu and has checked that nothing
- * is running or pending and the client half-closed. */
-static void items_close_locked(items_stream *s)
+/* Sends the summary and OK, from job (NULL: from the CQ thread). Caller
+ * holds mu and has checked that nothing is running or pending and the
+ * client half-closed. */
+static void items_close_locked(items_stream *s, service_job *job)
 {
     Lmscore__V1__ScoreSummary sum;
     score_timing_view timing;
@@ -342,26 +317,29 @@ static void items_close_locked(items_stream *s)
     Lmscore__V1__ScoreItemsResponse msg = LMSCORE__V1__SCORE_ITEMS_RESPONSE__INIT;
     msg.kind_case = LMSCORE__V1__SCORE_ITEMS_RESPONSE__KIND_SUMMARY;
     msg.summary = &sum;
-    call_reply(s->c, &msg.base);
+    if (job)
+        service_job_reply(job, &msg.base);
+    else
+        call_reply(s->c, &msg.base);
 }
 
-static void items_job_run(worker_job *base);
+static void items_job_run(service_job *base);
 
 /* Starts msg's job (taking msg over). Caller holds mu; false when the
- * stream has failed instead (out of memory, or the queue is full). */
+ * stream has failed instead (out of memory, or the queue is full: the call
+ * has ended). */
 static bool items_start_job_locked(items_stream *s, Lmscore__V1__ScoreItemsRequest *msg,
                                    int64_t index_base)
 {
-    items_job *job = calloc(1, sizeof *job);
-    if (job)
-        *job = (items_job){.base.run = items_job_run, .s = s, .msg = msg, .index_base = index_base};
-    s->job_running = true;
-    if (service_submit(s->svc, s->c, job ? &job->base : NULL)) return true;
-    s->job_running = false;
-    free(job);
-    lmscore__v1__score_items_request__free_unpacked(msg, NULL);
-    s->failed = true;
-    return false;
+    items_job *job = service_job_new(sizeof *job, s->c, s->engine, &msg->base, items_job_run);
+    s->job_running = job != NULL;
+    if (job) {
+        job->s = s;
+        job->index_base = index_base;
+        s->job_running = service_job_submit(s->svc, &job->base);
+    }
+    s->failed = !s->job_running;
+    return s->job_running;
 }
 
 /* The engine numbers items within its batch; the client counts over the
@@ -440,28 +418,21 @@ static bool items_run_batch(items_stream *s, const Lmscore__V1__ItemBatch *batch
     return ok;
 }
 
-static void items_job_run(worker_job *base)
+static void items_job_run(service_job *base)
 {
     items_job *job = (items_job *)base;
     items_stream *s = job->s;
-    score_timing timing = {.queue_ns = base->waited_ns};
+    const Lmscore__V1__ScoreItemsRequest *msg =
+        (const Lmscore__V1__ScoreItemsRequest *)base->request;
+    score_timing timing = {.queue_ns = base->work.waited_ns};
     rpc_status st;
-    bool ok;
-    if (call_should_stop(s->c)) {
-        call_stopped_status(s->c, &st);
-        ok = false;
-    } else if (job->msg->kind_case == LMSCORE__V1__SCORE_ITEMS_REQUEST__KIND_HEADER) {
-        ok = items_run_header(s, job->msg->header, &timing, &st);
-    } else {
-        ok = items_run_batch(s, job->msg->items, job->index_base, &timing, &st);
-    }
+    bool ok = msg->kind_case == LMSCORE__V1__SCORE_ITEMS_REQUEST__KIND_HEADER
+                  ? items_run_header(s, msg->header, &timing, &st)
+                  : items_run_batch(s, msg->items, job->index_base, &timing, &st);
     score_timing_add(&s->timing, &timing);
-    lmscore__v1__score_items_request__free_unpacked(job->msg, NULL);
-    call *c = s->c;
-    free(job);
-
     if (!ok) {
-        items_fail(s, &st);
+        items_fail(s);
+        service_job_finish(base, &st);
     } else {
         pthread_mutex_lock(&s->mu);
         s->job_running = false;
@@ -470,15 +441,13 @@ static void items_job_run(worker_job *base)
                 Lmscore__V1__ScoreItemsRequest *next = s->pending;
                 s->pending = NULL;
                 if (items_start_job_locked(s, next, s->pending_base) && !s->half_closed)
-                    call_request_next(c); /* the pending slot is free again */
+                    call_request_next(s->c); /* the pending slot is free again */
             } else if (s->half_closed) {
-                items_close_locked(s);
+                items_close_locked(s, base);
             }
         }
         pthread_mutex_unlock(&s->mu);
     }
-    metrics_job_leave();
-    call_unref(c);
 }
 
 static void on_items_message(call *c, const uint8_t *data, size_t len)
@@ -507,7 +476,7 @@ static void on_items_message(call *c, const uint8_t *data, size_t len)
                            "header: the stream ended before its header message");
             call_finish(c, &st);
         } else if (!s->failed && !s->job_running && !s->pending) {
-            items_close_locked(s);
+            items_close_locked(s, NULL);
         }
         pthread_mutex_unlock(&s->mu);
         return;
@@ -515,7 +484,7 @@ static void on_items_message(call *c, const uint8_t *data, size_t len)
     Lmscore__V1__ScoreItemsRequest *msg = (Lmscore__V1__ScoreItemsRequest *)call_unpack(
         c, &lmscore__v1__score_items_request__descriptor, data, len);
     if (!msg) {
-        items_fail(s, NULL); /* call_unpack ended the call */
+        items_fail(s); /* call_unpack ended the call */
         return;
     }
     bool is_header = msg->kind_case == LMSCORE__V1__SCORE_ITEMS_REQUEST__KIND_HEADER;
@@ -565,10 +534,13 @@ static void on_items_message(call *c, const uint8_t *data, size_t len)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* The call is over, whatever ended it (a status, the client, the
+ * deadline): the stream reads and starts nothing more. */
 static void on_items_close(call *c, bool cancelled)
 {
+    (void)cancelled;
     items_stream *s = call_state(c);
-    if (s && cancelled) items_fail(s, NULL);
+    if (s) items_fail(s);
 }
 
 void rpc_score_init(rpc_score_handlers *h, service *svc)

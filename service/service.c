@@ -1,8 +1,11 @@
 /*
- * service.c — what every engine-backed call starts with: the phase check
- * and the hand-off to the worker pool.
+ * service.c — what every engine-backed call starts with: admission (the
+ * phase check) and the decoded request; and service_job, the one job type
+ * that runs a call's work on the worker pool.
  */
 #include "service.h"
+
+#include <stdlib.h>
 
 #include "metrics.h"
 
@@ -38,24 +41,80 @@ ProtobufCMessage *service_begin(service *svc, call *c, const ProtobufCMessageDes
     return call_unpack(c, desc, msg, len);
 }
 
-bool service_submit(service *svc, call *c, worker_job *job)
+static void job_leave(service_job *job)
 {
-    rpc_status st;
+    if (!job->counted) return;
+    job->counted = false;
+    metrics_job_leave();
+}
+
+static void job_free(service_job *job)
+{
+    protobuf_c_message_free_unpacked(job->request, NULL);
+    free(job);
+}
+
+void service_job_reply(service_job *job, const ProtobufCMessage *msg)
+{
+    call_reply(job->c, msg);
+}
+
+void service_job_finish(service_job *job, const rpc_status *st)
+{
+    call_finish(job->c, st);
+}
+
+/* The worker's entry for every job: the should-stop prologue and the
+ * epilogue that gives back what submit took. */
+static void job_main(worker_job *work)
+{
+    service_job *job = (service_job *)work;
+    if (call_should_stop(job->c)) {
+        rpc_status st;
+        call_stopped_status(job->c, &st);
+        service_job_finish(job, &st);
+    } else {
+        job->run(job);
+    }
+    job_leave(job);
+    call_unref(job->c);
+    job_free(job);
+}
+
+void *service_job_new(size_t size, call *c, lms_engine *engine, ProtobufCMessage *request,
+                      void (*run)(service_job *job))
+{
+    service_job *job = calloc(1, size);
     if (!job) {
+        protobuf_c_message_free_unpacked(request, NULL);
+        rpc_status st;
         rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, NULL, NULL, "out of memory");
         call_finish(c, &st);
-        return false;
+        return NULL;
     }
-    call_ref(c);
+    job->work.run = job_main;
+    job->run = run;
+    job->c = c;
+    job->engine = engine;
+    job->request = request;
+    return job;
+}
+
+bool service_job_submit(service *svc, service_job *job)
+{
+    call_ref(job->c);
+    job->counted = true;
     metrics_job_enter();
-    job->metrics_method = call_metrics_method(c);
-    if (worker_pool_submit(svc->workers, job)) return true;
-    metrics_job_leave();
-    call_unref(c);
+    job->work.metrics_method = call_metrics_method(job->c);
+    if (worker_pool_submit(svc->workers, &job->work)) return true;
+    job_leave(job);
     metrics_rejected(METRICS_REJECT_QUEUE_FULL);
+    rpc_status st;
     rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, "queue_full", NULL,
                    "the server's work queue is full (%d jobs waiting); retry later",
                    svc->cfg->queue_depth);
-    call_finish(c, &st);
+    call_finish(job->c, &st);
+    call_unref(job->c);
+    job_free(job);
     return false;
 }

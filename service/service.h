@@ -36,11 +36,34 @@ lms_engine *service_admit(service *svc, call *c, rpc_status *st);
 ProtobufCMessage *service_begin(service *svc, call *c, const ProtobufCMessageDescriptor *desc,
                                 const uint8_t *msg, size_t len, lms_engine **engine);
 
-/* Queues job for call c, holding a call reference and an in-flight job
- * count for it (the job gives both back when done). On a full queue (reason
- * queue_full), or a NULL job (the caller's allocation failed), the call ends
- * with RESOURCE_EXHAUSTED and false is returned; job is then still the
- * caller's. */
-bool service_submit(service *svc, call *c, worker_job *job);
+/* service_job — the one job type of every engine-backed call: its request
+ * message, run on a worker. The base owns what every job holds: a call
+ * reference and an in-flight job count (taken by service_job_submit, given
+ * back when the job is done), the request message and the job itself. A job
+ * type embeds it first and adds its own fields. */
+typedef struct service_job {
+    worker_job work; /* the pool's part */
+    void (*run)(struct service_job *job);
+    call *c;
+    lms_engine *engine;
+    ProtobufCMessage *request;
+    bool counted; /* in ServerStats.in_flight_jobs */
+} service_job;
+
+/* A zeroed job of size bytes (a type that starts with a service_job) for
+ * call c, owning request; run does its work. NULL when out of memory: the
+ * call is then ended (RESOURCE_EXHAUSTED) and request freed. */
+void *service_job_new(size_t size, call *c, lms_engine *engine, ProtobufCMessage *request,
+                      void (*run)(service_job *job));
+
+/* Queues job. On its worker, a job whose call should stop ends the call
+ * (call_stopped_status) instead of running; either way it is freed when
+ * done. On a full queue the call ends with RESOURCE_EXHAUSTED (reason
+ * queue_full), the job is freed and false is returned. */
+bool service_job_submit(service *svc, service_job *job);
+
+/* End the job's call with msg (OK) or st. */
+void service_job_reply(service_job *job, const ProtobufCMessage *msg);
+void service_job_finish(service_job *job, const rpc_status *st);
 
 #endif
