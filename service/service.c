@@ -54,13 +54,17 @@ static void job_free(service_job *job)
     free(job);
 }
 
+/* The job leaves the in-flight count before its call's status is sent, so
+ * a client that has the answer never sees the job still counted. */
 void service_job_reply(service_job *job, const ProtobufCMessage *msg)
 {
+    job_leave(job);
     call_reply(job->c, msg);
 }
 
 void service_job_finish(service_job *job, const rpc_status *st)
 {
+    job_leave(job);
     call_finish(job->c, st);
 }
 

@@ -62,7 +62,9 @@ void *service_job_new(size_t size, call *c, lms_engine *engine, ProtobufCMessage
  * queue_full), the job is freed and false is returned. */
 bool service_job_submit(service *svc, service_job *job);
 
-/* End the job's call with msg (OK) or st. */
+/* End the job's call with msg (OK) or st. The job leaves
+ * ServerStats.in_flight_jobs first: a client that has the answer sees
+ * counters without it. */
 void service_job_reply(service_job *job, const ProtobufCMessage *msg);
 void service_job_finish(service_job *job, const rpc_status *st);
 

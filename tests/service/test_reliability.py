@@ -163,3 +163,21 @@ def test_calls_past_the_drain_timeout_end_with_details():
         d.stop_clean()
     finally:
         d.stop(signal.SIGKILL)
+
+
+def test_counters_are_settled_when_the_answer_arrives():
+    """GetModelInfo right after a call's OK shows no call and no job of it in
+    flight: the counters drop before the status is sent."""
+    with Daemon() as d, d.channel() as ch:
+        stub = score_pb2_grpc.ScoreServiceStub(ch)
+        calls = [lambda: stub.Score(score_request(2), timeout=60),
+                 lambda: list(stub.ScoreStream(score_request(2), timeout=60)),
+                 lambda: list(stub.ScoreItems(items_requests(1), timeout=60)),
+                 lambda: stub.Tokenize(score_pb2.TokenizeRequest(text="a b"), timeout=60)]
+        busy = []
+        for i in range(200):
+            calls[i % len(calls)]()
+            st = stub.GetModelInfo(score_pb2.GetModelInfoRequest(), timeout=60).stats
+            if st.in_flight_calls or st.in_flight_jobs:
+                busy.append((i % len(calls), st.in_flight_calls, st.in_flight_jobs))
+        assert not busy, busy
