@@ -4,15 +4,14 @@
  */
 #include "server.h"
 
-#include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
+#include "tls.h"
 
 /* Calls accepted concurrently: the core hands out a call only against an
  * outstanding request, so a few requests keep bursts from waiting. */
@@ -106,60 +105,6 @@ static void *cq_loop(void *arg)
     return NULL;
 }
 
-static char *read_file(const char *path, lms_error *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        lms_fail(err, LMS_ERR_IO, NULL, path, "cannot open %s", path);
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 16384;
-            char *grown = realloc(buf, cap);
-            if (!grown) {
-                free(buf);
-                fclose(f);
-                lms_fail(err, LMS_ERR_NOMEM, NULL, path, "out of memory reading %s", path);
-                return NULL;
-            }
-            buf = grown;
-        }
-        size_t n = fread(buf + len, 1, 4096, f);
-        len += n;
-        if (n < 4096) break;
-    }
-    bool failed = ferror(f);
-    fclose(f);
-    if (failed) {
-        free(buf);
-        lms_fail(err, LMS_ERR_IO, NULL, path, "cannot read %s", path);
-        return NULL;
-    }
-    buf[len] = '\0';
-    return buf;
-}
-
-static grpc_server_credentials *make_credentials(const server_options *opt, lms_error *err)
-{
-    if (!opt->tls_cert || !opt->tls_cert[0]) return grpc_insecure_server_credentials_create();
-    char *cert = read_file(opt->tls_cert, err);
-    if (!cert) return NULL;
-    char *key = read_file(opt->tls_key, err);
-    if (!key) {
-        free(cert);
-        return NULL;
-    }
-    grpc_ssl_pem_key_cert_pair pair = {.private_key = key, .cert_chain = cert};
-    grpc_server_credentials *creds = grpc_ssl_server_credentials_create(NULL, &pair, 1, 0, NULL);
-    free(cert);
-    free(key);
-    if (!creds) lms_fail(err, LMS_ERR_FORMAT, NULL, "tls-cert", "unusable TLS certificate or key");
-    return creds;
-}
-
 lms_status server_start(const server_options *opt, const call_handler *const *handlers,
                         size_t n_handlers, server **out, lms_error *err)
 {
@@ -193,7 +138,7 @@ lms_status server_start(const server_options *opt, const call_handler *const *ha
     grpc_server_register_completion_queue(s->grpc, s->cq, NULL);
 
     lms_status st = LMS_OK;
-    grpc_server_credentials *creds = make_credentials(opt, err);
+    grpc_server_credentials *creds = tls_server_credentials(opt->tls_cert, opt->tls_key, err);
     if (!creds) {
         st = err ? err->status : LMS_ERR_IO;
     } else {

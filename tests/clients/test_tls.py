@@ -3,12 +3,13 @@ certificate for localhost and 127.0.0.1 signed by a throwaway CA made with
 openssl), reached by the CLI (--ca-cert, --authority) and the Python client
 (root_certificates); untrusted and plaintext clients are refused."""
 
+import os
 import subprocess
 
 import pytest
 
 import lmscore
-from daemon import Daemon, cli_path
+from daemon import Daemon, build_dir, cli_path, model_path
 
 
 @pytest.fixture(scope="module")
@@ -67,3 +68,22 @@ def test_python_client_over_tls(tls_daemon, pki):
                         timeout=5) as c:
         with pytest.raises(lmscore.UnavailableError):
             c.health()
+
+
+@pytest.mark.parametrize("cert,key,field,says", [
+    ("server.pem", "other.key", "tls-key", "is not the private key of the certificate"),
+    ("server.key", "server.pem", "tls-cert", "swapped"),
+    ("server.pem", "server.pem", "tls-key", "swapped"),
+    ("san.ext", "server.key", "tls-cert", "holds no PEM certificate"),
+])
+def test_tls_misconfiguration_is_named(pki, cert, key, field, says):
+    """A key that does not belong to the certificate, swapped files or a file
+    that is not PEM: the daemon exits 1 naming the flag and the cause, never
+    as if the port were busy."""
+    result = subprocess.run(
+        [os.path.join(build_dir(), "service", "lmscored"), "--model", model_path("tiny-llama.gguf"),
+         "--listen", "127.0.0.1:0", "--tls-cert", str(pki / cert), "--tls-key", str(pki / key)],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stderr
+    assert says in result.stderr and f"field={field}" in result.stderr, result.stderr
+    assert "cannot listen" not in result.stderr, result.stderr

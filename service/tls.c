@@ -1,0 +1,115 @@
+/*
+ * tls.c — the server's credentials (see tls.h). gRPC core accepts any text
+ * as a certificate or key and only fails later, when the port is added, in
+ * words indistinguishable from a port in use; OpenSSL reads the files here
+ * first so that the daemon can say what is wrong with them.
+ */
+#include "tls.h"
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *read_file(const char *path, const char *flag, lms_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        lms_fail(err, LMS_ERR_IO, NULL, flag, "%s %s: cannot open it", flag, path);
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 16384;
+            char *grown = realloc(buf, cap);
+            if (!grown) {
+                free(buf);
+                fclose(f);
+                lms_fail(err, LMS_ERR_NOMEM, NULL, flag, "out of memory reading %s", path);
+                return NULL;
+            }
+            buf = grown;
+        }
+        size_t n = fread(buf + len, 1, 4096, f);
+        len += n;
+        if (n < 4096) break;
+    }
+    bool failed = ferror(f);
+    fclose(f);
+    if (failed) {
+        free(buf);
+        lms_fail(err, LMS_ERR_IO, NULL, flag, "%s %s: cannot read it", flag, path);
+        return NULL;
+    }
+    buf[len] = '\0';
+    return buf;
+}
+
+/* Never asks for a passphrase (OpenSSL's default reads the terminal): an
+ * encrypted key fails to load. */
+static int no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+    (void)buf, (void)size, (void)rwflag, (void)u;
+    return 0;
+}
+
+static lms_status check_pair(const char *cert_pem, const char *cert_path, const char *key_pem,
+                             const char *key_path, lms_error *err)
+{
+    BIO *cert_bio = BIO_new_mem_buf(cert_pem, -1);
+    BIO *key_bio = BIO_new_mem_buf(key_pem, -1);
+    X509 *cert = cert_bio ? PEM_read_bio_X509(cert_bio, NULL, no_passphrase, NULL) : NULL;
+    EVP_PKEY *key = key_bio ? PEM_read_bio_PrivateKey(key_bio, NULL, no_passphrase, NULL) : NULL;
+    lms_status st = LMS_OK;
+    if (!cert_bio || !key_bio)
+        st = lms_fail(err, LMS_ERR_NOMEM, NULL, "tls-cert", "out of memory reading the TLS files");
+    else if (!cert && strstr(cert_pem, "PRIVATE KEY-----"))
+        st = lms_fail(err, LMS_ERR_INVALID_ARGUMENT, NULL, "tls-cert",
+                      "tls-cert %s holds a private key, not a certificate: are --tls-cert and "
+                      "--tls-key swapped?",
+                      cert_path);
+    else if (!cert)
+        st = lms_fail(err, LMS_ERR_INVALID_ARGUMENT, NULL, "tls-cert",
+                      "tls-cert %s holds no PEM certificate", cert_path);
+    else if (!key && strstr(key_pem, "-----BEGIN CERTIFICATE-----"))
+        st = lms_fail(err, LMS_ERR_INVALID_ARGUMENT, NULL, "tls-key",
+                      "tls-key %s holds a certificate, not a private key: are --tls-cert and "
+                      "--tls-key swapped?",
+                      key_path);
+    else if (!key)
+        st = lms_fail(err, LMS_ERR_INVALID_ARGUMENT, NULL, "tls-key",
+                      "tls-key %s holds no PEM private key (or an encrypted one)", key_path);
+    else if (X509_check_private_key(cert, key) != 1)
+        st = lms_fail(err, LMS_ERR_INVALID_ARGUMENT, NULL, "tls-key",
+                      "tls-key %s is not the private key of the certificate in %s", key_path,
+                      cert_path);
+    X509_free(cert);
+    EVP_PKEY_free(key);
+    BIO_free(cert_bio);
+    BIO_free(key_bio);
+    ERR_clear_error(); /* leave OpenSSL's error queue as gRPC expects it */
+    return st;
+}
+
+grpc_server_credentials *tls_server_credentials(const char *cert_path, const char *key_path,
+                                                lms_error *err)
+{
+    if (!cert_path || !cert_path[0]) return grpc_insecure_server_credentials_create();
+    char *cert = read_file(cert_path, "tls-cert", err);
+    char *key = cert ? read_file(key_path, "tls-key", err) : NULL;
+    grpc_server_credentials *creds = NULL;
+    if (key && check_pair(cert, cert_path, key, key_path, err) == LMS_OK) {
+        grpc_ssl_pem_key_cert_pair pair = {.private_key = key, .cert_chain = cert};
+        creds = grpc_ssl_server_credentials_create(NULL, &pair, 1, 0, NULL);
+        if (!creds)
+            lms_fail(err, LMS_ERR_INVALID_ARGUMENT, NULL, "tls-cert",
+                     "gRPC refused the TLS certificate %s and key %s", cert_path, key_path);
+    }
+    free(cert);
+    free(key);
+    return creds;
+}
