@@ -94,9 +94,28 @@ static const option_spec options[] = {
      "(default 256M)",
      OPT_BYTES, AT(prefix_cache_bytes), 0, INT64_MAX},
     {"drain-timeout", "LMSCORE_DRAIN_TIMEOUT", "DURATION",
-     "on SIGTERM, how long in-flight calls may finish before they are cancelled; "
+     "on SIGTERM, how long in-flight calls may finish before they end UNAVAILABLE (draining); "
      "e.g. 30s, 500ms (default 30s)",
      OPT_MILLIS, AT(drain_timeout_ms), 0, INT64_MAX},
+    {"max-connection-idle", "LMSCORE_MAX_CONNECTION_IDLE", "DURATION",
+     "close a connection that has had no call for this long (GOAWAY); 0: never (default 5m)",
+     OPT_MILLIS, AT(max_connection_idle_ms), 0, INT32_MAX},
+    {"max-connection-age", "LMSCORE_MAX_CONNECTION_AGE", "DURATION",
+     "ask a client to reconnect after this long (GOAWAY, +-10% jitter), so that it re-resolves "
+     "and spreads over new replicas; 0: never (default 30m)",
+     OPT_MILLIS, AT(max_connection_age_ms), 0, INT32_MAX},
+    {"max-connection-age-grace", "LMSCORE_MAX_CONNECTION_AGE_GRACE", "DURATION",
+     "how long the calls of a connection past its age may still run before it is closed; this "
+     "also bounds a stream that sends nothing (default 5m)",
+     OPT_MILLIS, AT(max_connection_age_grace_ms), 0, INT32_MAX},
+    {"keepalive-time", "LMSCORE_KEEPALIVE_TIME", "DURATION",
+     "ping a connection after this long without traffic and close it when the ping is not "
+     "answered within 20s (a vanished client or a load balancer that dropped it) (default 1m)",
+     OPT_MILLIS, AT(keepalive_time_ms), 1000, INT32_MAX},
+    {"keepalive-min-time", "LMSCORE_KEEPALIVE_MIN_TIME", "DURATION",
+     "the shortest interval at which a client may ping; a client that pings faster is sent "
+     "GOAWAY (too_many_pings) (default 10s)",
+     OPT_MILLIS, AT(keepalive_min_time_ms), 0, INT32_MAX},
     {"log-format", "LMSCORE_LOG_FORMAT", "FORMAT",
      "text|json, for logs on stderr; under systemd logs go to the journal (default text)",
      OPT_FORMAT, AT(log_format), 0, 0},
@@ -120,6 +139,11 @@ static void defaults(lmscored_config *cfg)
     cfg->max_packed_tokens = 8192;
     cfg->prefix_cache_bytes = (size_t)256 << 20;
     cfg->drain_timeout_ms = 30000;
+    cfg->max_connection_idle_ms = 5 * 60000;
+    cfg->max_connection_age_ms = 30 * 60000;
+    cfg->max_connection_age_grace_ms = 5 * 60000;
+    cfg->keepalive_time_ms = 60000;
+    cfg->keepalive_min_time_ms = 10000;
     cfg->log_format = LOG_FORMAT_TEXT;
     cfg->log_level = LOG_INFO;
 }

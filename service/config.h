@@ -31,6 +31,11 @@ typedef struct {
     int32_t max_packed_tokens;
     size_t prefix_cache_bytes;
     int64_t drain_timeout_ms;
+    int64_t max_connection_idle_ms; /* 0: never */
+    int64_t max_connection_age_ms;  /* 0: never */
+    int64_t max_connection_age_grace_ms;
+    int64_t keepalive_time_ms;
+    int64_t keepalive_min_time_ms;
     log_format log_format;
     int log_level;
 } lmscored_config;

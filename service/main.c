@@ -253,7 +253,12 @@ static int run(const lmscored_config *cfg, const sigset_t *signals)
     server_options so = {.listen = cfg->listen,
                          .tls_cert = cfg->tls_cert,
                          .tls_key = cfg->tls_key,
-                         .max_message_bytes = cfg->max_message_bytes};
+                         .max_message_bytes = cfg->max_message_bytes,
+                         .connections = {.max_idle_ms = cfg->max_connection_idle_ms,
+                                         .max_age_ms = cfg->max_connection_age_ms,
+                                         .max_age_grace_ms = cfg->max_connection_age_grace_ms,
+                                         .keepalive_time_ms = cfg->keepalive_time_ms,
+                                         .keepalive_min_time_ms = cfg->keepalive_min_time_ms}};
     server *srv = NULL;
     metrics_http *metrics = NULL;
     int rc = 0;

@@ -5,6 +5,7 @@
 #include "server.h"
 
 #include <grpc/support/time.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -12,6 +13,11 @@
 
 #include "log.h"
 #include "tls.h"
+
+/* A keepalive ping not answered within this closes its connection. */
+#define KEEPALIVE_TIMEOUT_MS 20000
+/* The time a new connection has to complete its TLS and HTTP/2 handshake. */
+#define HANDSHAKE_TIMEOUT_MS 20000
 
 /* Calls accepted concurrently: the core hands out a call only against an
  * outstanding request, so a few requests keep bursts from waiting. */
@@ -105,6 +111,51 @@ static void *cq_loop(void *arg)
     return NULL;
 }
 
+#define SERVER_ARGS 11
+
+static grpc_arg int_arg(const char *key, int64_t value)
+{
+    grpc_arg a = {.type = GRPC_ARG_INTEGER, .key = (char *)key};
+    a.value.integer = value > INT_MAX ? INT_MAX : (int)value;
+    return a;
+}
+
+/* 0 means "never" in the options, INT_MAX in gRPC's. */
+static int64_t never_is_int_max(int64_t ms)
+{
+    return ms > 0 ? ms : INT_MAX;
+}
+
+static size_t channel_args_of(const server_options *opt, grpc_arg *args)
+{
+    size_t n = 0;
+    /* No receive limit in the core: the call layer enforces
+     * max_message_bytes itself, with an ErrorInfo (message_too_large) that a
+     * refusal by the core could not carry. The core checks a message's size
+     * only once all of it has arrived, so this buffers nothing more. */
+    args[n++] = int_arg(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, -1);
+    args[n++] = int_arg(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, opt->max_message_bytes);
+    /* A second daemon on a port in use must fail to bind, not share it. */
+    args[n++] = int_arg(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    /* The connection policy (docs/operations.md). */
+    args[n++] =
+        int_arg(GRPC_ARG_MAX_CONNECTION_IDLE_MS, never_is_int_max(opt->connections.max_idle_ms));
+    args[n++] =
+        int_arg(GRPC_ARG_MAX_CONNECTION_AGE_MS, never_is_int_max(opt->connections.max_age_ms));
+    args[n++] = int_arg(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, opt->connections.max_age_grace_ms);
+    args[n++] = int_arg(GRPC_ARG_KEEPALIVE_TIME_MS, opt->connections.keepalive_time_ms);
+    args[n++] = int_arg(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, KEEPALIVE_TIMEOUT_MS);
+    /* Pings are allowed on a connection without calls (a client keeping
+     * its connection through a load balancer warm), at the pace set. */
+    args[n++] = int_arg(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    args[n++] = int_arg(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                        opt->connections.keepalive_min_time_ms);
+    /* A connection that never completes its handshake (or sends nothing at
+     * all) is closed after this instead of gRPC's 120 s. */
+    args[n++] = int_arg(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, HANDSHAKE_TIMEOUT_MS);
+    return n;
+}
+
 lms_status server_start(const server_options *opt, const call_handler *const *handlers,
                         size_t n_handlers, server **out, lms_error *err)
 {
@@ -116,23 +167,8 @@ lms_status server_start(const server_options *opt, const call_handler *const *ha
     pthread_cond_init(&s->shutdown.cv, NULL);
     s->shutdown.base.done = on_shutdown;
 
-    /* No receive limit in the core: the call layer enforces
-     * max_message_bytes itself, with an ErrorInfo (message_too_large) that a
-     * refusal by the core could not carry. The core checks a message's size
-     * only once all of it has arrived, so this buffers nothing more. */
-    grpc_arg args[3];
-    args[0].type = GRPC_ARG_INTEGER;
-    args[0].key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
-    args[0].value.integer = -1;
-    args[1].type = GRPC_ARG_INTEGER;
-    args[1].key = GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
-    args[1].value.integer = (int)opt->max_message_bytes;
-    /* A second daemon on a port in use must fail to bind, not share it. */
-    args[2].type = GRPC_ARG_INTEGER;
-    args[2].key = GRPC_ARG_ALLOW_REUSEPORT;
-    args[2].value.integer = 0;
-    grpc_channel_args channel_args = {.num_args = 3, .args = args};
-
+    grpc_arg args[SERVER_ARGS];
+    grpc_channel_args channel_args = {.num_args = channel_args_of(opt, args), .args = args};
     s->grpc = grpc_server_create(&channel_args, NULL);
     s->cq = grpc_completion_queue_create_for_next(NULL);
     grpc_server_register_completion_queue(s->grpc, s->cq, NULL);

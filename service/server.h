@@ -12,11 +12,22 @@
 #include "call.h"
 #include "lmscore.h"
 
+/* How long connections may live and idle, and how they are kept alive
+ * (the flags of the same names; see docs/operations.md). */
+typedef struct {
+    int64_t max_idle_ms; /* 0: never */
+    int64_t max_age_ms;  /* 0: never */
+    int64_t max_age_grace_ms;
+    int64_t keepalive_time_ms;
+    int64_t keepalive_min_time_ms; /* the fastest a client may ping */
+} connection_policy;
+
 typedef struct {
     const char *listen;   /* host:port; port 0 picks one */
     const char *tls_cert; /* PEM file paths, both NULL/empty for plaintext */
     const char *tls_key;
     int64_t max_message_bytes; /* sent; received ones are the call layer's check */
+    connection_policy connections;
 } server_options;
 
 typedef struct server server;

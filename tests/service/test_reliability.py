@@ -9,6 +9,7 @@ import datetime
 import random
 import re
 import signal
+import socket
 import threading
 import time
 
@@ -181,3 +182,79 @@ def test_counters_are_settled_when_the_answer_arrives():
             if st.in_flight_calls or st.in_flight_jobs:
                 busy.append((i % len(calls), st.in_flight_calls, st.in_flight_jobs))
         assert not busy, busy
+
+
+def established_connections(port):
+    """TCP connections to port in the ESTABLISHED state (the server's side)."""
+    n = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                n += int(local.split(":")[1], 16) == port and state == "01"
+    return n
+
+
+def wait_until(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_idle_connections_and_silent_streams_are_closed():
+    """--max-connection-idle closes connections without calls; a stream
+    that sends nothing lasts at most --max-connection-age plus its grace."""
+    with Daemon("--max-connection-idle", "1s", "--max-connection-age", "2s",
+                "--max-connection-age-grace", "1s") as d:
+        # each channel its own connection (they would share one by default)
+        channels = [d.channel(**{"grpc.use_local_subchannel_pool": 1}) for _ in range(30)]
+        try:
+            for ch in channels:
+                d.stub(ch).GetModelInfo(score_pb2.GetModelInfoRequest(), timeout=60)
+            assert established_connections(d.port) >= 30
+            wait_until(lambda: established_connections(d.port) == 0, 30,
+                       "idle connections still open")
+            silent = d.stub(channels[0]).ScoreItems(iter(threading.Event().wait, True),
+                                                    timeout=120)
+            started = time.monotonic()
+            with pytest.raises(grpc.RpcError) as e:
+                next(silent)
+            assert e.value.code() == grpc.StatusCode.UNAVAILABLE, e.value
+            assert time.monotonic() - started < 30
+        finally:
+            for ch in channels:
+                ch.close()
+
+
+def pings_until_goaway(port, interval, count):
+    """Sends count HTTP/2 pings on a connection without calls, one every
+    interval seconds; True when the server answered with GOAWAY
+    too_many_pings."""
+    ping = (8).to_bytes(3, "big") + bytes([6, 0]) + bytes(4) + bytes(8)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))
+        received = b""
+        sock.settimeout(0.01)
+        for _ in range(count):
+            try:
+                sock.sendall(ping)
+                time.sleep(interval)
+                received += sock.recv(65536)
+            except socket.timeout:
+                pass
+            except OSError:
+                break
+            if b"too_many_pings" in received:
+                break
+    # a GOAWAY frame (type 7, on stream 0) carrying the debug data
+    return b"too_many_pings" in received and bytes([7, 0, 0, 0, 0, 0]) in received
+
+
+@pytest.mark.parametrize("min_time,interval,sent_away", [("5s", 0.1, True), ("200ms", 0.5, False)])
+def test_keepalive_pings_are_held_to_the_minimum_interval(min_time, interval, sent_away):
+    """A client may ping a connection without calls every --keepalive-min-time
+    (gRPC's own default would send it away at any pace under 5 minutes); one
+    that pings faster gets GOAWAY too_many_pings."""
+    with Daemon("--keepalive-min-time", min_time) as d:
+        assert pings_until_goaway(d.port, interval, 8) == sent_away
