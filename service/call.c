@@ -16,6 +16,7 @@
 
 #include "log.h"
 #include "metrics.h"
+#include "proto_wire.h"
 
 typedef struct {
     cq_tag base;
@@ -377,11 +378,21 @@ void call_reply(call *c, const ProtobufCMessage *msg)
 ProtobufCMessage *call_unpack(call *c, const ProtobufCMessageDescriptor *desc, const uint8_t *msg,
                               size_t len)
 {
-    ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, len, msg);
+    lms_error err = {0};
+    uint8_t *cleaned;
+    size_t cleaned_len;
+    ProtobufCMessage *m = NULL;
+    if (proto_wire_check(desc, msg, len, &cleaned, &cleaned_len, &err) == LMS_OK) {
+        m = cleaned ? protobuf_c_message_unpack(desc, NULL, cleaned_len, cleaned)
+                    : protobuf_c_message_unpack(desc, NULL, len, msg);
+        if (!m)
+            lms_fail(&err, LMS_ERR_INVALID_ARGUMENT, "malformed_request", NULL,
+                     "the message is not a valid %s", desc->name);
+        free(cleaned);
+    }
     if (!m) {
         rpc_status st;
-        rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "malformed_request", NULL,
-                       "the message is not a valid %s", desc->name);
+        rpc_status_from_error(&st, &err);
         call_finish(c, &st);
     }
     return m;

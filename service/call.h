@@ -101,9 +101,10 @@ call_send_result call_send(call *c, const ProtobufCMessage *msg, bool wait);
  * after the message in flight (never blocks): the unary response, or a
  * stream's closing summary. */
 void call_reply(call *c, const ProtobufCMessage *msg);
-/* Decodes a request message; on failure ends the call with
- * INVALID_ARGUMENT (reason malformed_request) and returns NULL. Free the
- * result with protobuf_c_message_free_unpacked. */
+/* Decodes a request message after proto_wire_check; on failure ends the
+ * call with INVALID_ARGUMENT (reason malformed_request, or invalid_utf8 /
+ * nul_in_text naming the string field) and returns NULL. Free the result
+ * with protobuf_c_message_free_unpacked. */
 ProtobufCMessage *call_unpack(call *c, const ProtobufCMessageDescriptor *desc, const uint8_t *msg,
                               size_t len);
 /* Ends the call with st (the first call wins; later ones are ignored). */

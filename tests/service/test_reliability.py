@@ -16,7 +16,7 @@ import time
 import grpc
 import pytest
 
-from harness import Daemon, LMSCORED_TEST_HOOKS, error_info, tokens
+from harness import Daemon, LMSCORED_TEST_HOOKS, error_info, text, tokens
 from lmscore.v1 import score_pb2, score_pb2_grpc
 
 
@@ -258,3 +258,148 @@ def test_keepalive_pings_are_held_to_the_minimum_interval(min_time, interval, se
     that pings faster gets GOAWAY too_many_pings."""
     with Daemon("--keepalive-min-time", min_time) as d:
         assert pings_until_goaway(d.port, interval, 8) == sent_away
+
+
+def raw_call(ch, path, payload, timeout=60):
+    """One call with a raw request message; (code name, ErrorInfo or None,
+    raw response messages)."""
+    try:
+        if path.endswith("ScoreItems"):
+            out = list(ch.stream_stream(path)(iter(payload), timeout=timeout))
+        elif path.endswith("ScoreStream"):
+            out = list(ch.unary_stream(path)(payload, timeout=timeout))
+        else:
+            out = [ch.unary_unary(path)(payload, timeout=timeout)]
+        return "OK", None, out
+    except grpc.RpcError as e:
+        return e.code().name, error_info(e), []
+
+
+SCORE = "/lmscore.v1.ScoreService/Score"
+SCORE_ITEMS = "/lmscore.v1.ScoreService/ScoreItems"
+TOKENIZE = "/lmscore.v1.ScoreService/Tokenize"
+
+
+def text_request(query="Is it red?", items=(" apple", " sky"), labels=(" yes", " no")):
+    return score_pb2.ScoreRequest(query=text(query), items=[text(i) for i in items],
+                                  label_texts=list(labels)).SerializeToString()
+
+
+def with_bytes(message, good, bad):
+    """message with the string good replaced by the raw bytes bad (a string
+    no protobuf library would build: invalid UTF-8)."""
+    assert len(good) == len(bad) and message.count(good.encode()) == 1
+    return message.replace(good.encode(), bad)
+
+
+def items_stream(header_query="Q?", batch=(" a",)):
+    return [score_pb2.ScoreItemsRequest(header=score_pb2.ScoreItemsHeader(
+                query=text(header_query), label_texts=[" yes"])).SerializeToString(),
+            score_pb2.ScoreItemsRequest(items=score_pb2.ItemBatch(
+                items=[text(i) for i in batch])).SerializeToString()]
+
+
+TEXT_CASES = {
+    "nul in the query": (SCORE, text_request(query="hello\0world"), "nul_in_text", "query.text"),
+    "nul in an item": (SCORE, text_request(items=(" a", " b\0c")), "nul_in_text", "items[1].text"),
+    "nul in a label": (SCORE, text_request(labels=(" no", " yes\0junk")), "nul_in_text",
+                       "label_texts[1]"),
+    "nul to Tokenize": (TOKENIZE, score_pb2.TokenizeRequest(text="a\0b").SerializeToString(),
+                        "nul_in_text", "text"),
+    "nul in a stream header": (SCORE_ITEMS, items_stream(header_query="Q\0?"), "nul_in_text",
+                               "header.query.text"),
+    "nul in a stream batch": (SCORE_ITEMS, items_stream(batch=(" a", " b\0")), "nul_in_text",
+                              "items.items[1].text"),
+    "invalid utf-8 in the query": (SCORE, with_bytes(text_request(query="xx abc"), "xx abc",
+                                                     b"\xff\xfe abc"), "invalid_utf8",
+                                   "query.text"),
+    "a lone continuation byte": (SCORE, with_bytes(text_request(items=(" a", " bcd")), " bcd",
+                                                   b" b\x80d"), "invalid_utf8", "items[1].text"),
+    "an overlong form": (SCORE, with_bytes(text_request(labels=(" ab",)), " ab", b"\xc0\xaf!"),
+                         "invalid_utf8", "label_texts[0]"),
+    "a surrogate": (TOKENIZE, with_bytes(score_pb2.TokenizeRequest(text="abc").SerializeToString(),
+                                         "abc", b"\xed\xa0\x80"), "invalid_utf8", "text"),
+    "invalid utf-8 in a stream batch": (SCORE_ITEMS, [items_stream()[0], with_bytes(
+        items_stream(batch=(" zz",))[1], " zz", b" \xe2\x82")], "invalid_utf8",
+                                        "items.items[0].text"),
+}
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    with Daemon() as d:
+        yield d
+
+
+@pytest.mark.parametrize("case", TEXT_CASES)
+def test_texts_with_nul_or_invalid_utf8_are_refused(daemon, case):
+    """A NUL would cut the text where the daemon reads it, and invalid UTF-8
+    is not a proto3 string: both are INVALID_ARGUMENT naming the field, never
+    a score of some other text."""
+    path, payload, reason, field = TEXT_CASES[case]
+    with daemon.channel() as ch:
+        code, info, _ = raw_call(ch, path, payload)
+    assert (code, info and info.reason, info and info.metadata["field"]) == \
+        ("INVALID_ARGUMENT", reason, field)
+
+
+def varint(n):
+    out = b""
+    while n >= 0x80:
+        out += bytes([n & 0x7f | 0x80])
+        n >>= 7
+    return out + bytes([n])
+
+
+def field(number, wire_type, payload=b""):
+    """One encoded field: a LEN payload gets its length."""
+    tag = varint(number << 3 | wire_type)
+    return tag + (varint(len(payload)) + payload if wire_type == 2 else payload)
+
+
+def test_fields_protobuf_skips_are_skipped(daemon):
+    """Valid protobuf that protobuf-c alone refuses: a known field with
+    another wire type and groups (known or unknown field numbers, at the top
+    and nested) are skipped as unknown fields, and the call scores exactly
+    like the message without them."""
+    item = score_pb2.Input(token_ids=score_pb2.TokenIds(ids=[5, 6])).SerializeToString()
+    base = score_pb2.ScoreRequest(query=tokens([1, 2, 3]), label_token_ids=[8, 9]).SerializeToString()
+    group = field(99, 3, field(1, 0, b"\x07") + field(98, 3, b"") + field(98, 4)) + field(99, 4)
+    odd = (field(5, 2, b"\x01")                    # apply_softmax (a bool) as bytes
+           + field(8, 5, b"\x02\x00\x00\x00")      # algorithm (an enum) as fixed32
+           + group                                 # an unknown group
+           + field(6, 3, b"") + field(6, 4)        # item_first as a group
+           + field(1000, 0, b"\x01"))              # an unknown varint
+    nested = field(2, 2, item + field(7, 1, bytes(8)) + group)  # items[0] with extras
+    with daemon.channel() as ch:
+        plain = raw_call(ch, SCORE, base + field(2, 2, item))
+        skipped = raw_call(ch, SCORE, base + odd + nested)
+    assert plain[0] == "OK" and skipped[0] == "OK", (plain[:2], skipped[:2])
+    a = score_pb2.ScoreResponse.FromString(plain[2][0])
+    b = score_pb2.ScoreResponse.FromString(skipped[2][0])
+    assert [list(i.scores) for i in a.items] == [list(i.scores) for i in b.items]
+
+
+VALID_MESSAGES = {
+    SCORE: text_request(),
+    "/lmscore.v1.ScoreService/ScoreStream": text_request(),
+    TOKENIZE: score_pb2.TokenizeRequest(text="a b c", add_special_tokens=True).SerializeToString(),
+    "/lmscore.v1.ScoreService/GetModelInfo": b"",
+    "/grpc.health.v1.Health/Check": b"\x0a\x17lmscore.v1.ScoreService",
+}
+
+
+def test_truncated_messages_on_every_method(daemon):
+    """Every prefix of a valid request, on every method: each call ends with
+    a status of its own (OK, or INVALID_ARGUMENT with an ErrorInfo), never a
+    crash, INTERNAL or UNKNOWN, and the daemon is idle afterwards."""
+    with daemon.channel() as ch:
+        for path, message in VALID_MESSAGES.items():
+            for cut in range(len(message)):
+                code, info, _ = raw_call(ch, path, message[:cut])
+                assert code == "OK" or (code == "INVALID_ARGUMENT" and info), (path, cut, code)
+        stream = items_stream()
+        for cut in range(len(stream[1])):
+            code, info, _ = raw_call(ch, SCORE_ITEMS, [stream[0], stream[1][:cut]])
+            assert code == "OK" or (code == "INVALID_ARGUMENT" and info), (cut, code)
+    daemon.wait_idle()
