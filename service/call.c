@@ -57,6 +57,8 @@ struct call {
 };
 
 static int64_t g_max_message_bytes = INT64_MAX;
+/* What decoding one request message may allocate (see call_layer_init). */
+static int64_t g_max_decoded_bytes = INT64_MAX;
 
 /* Every call from call_accept to its destruction, so that a shutdown can
  * wait for the calls rather than for the connections. */
@@ -72,6 +74,11 @@ static atomic_int g_admitted;
 void call_layer_init(int64_t max_message_bytes)
 {
     g_max_message_bytes = max_message_bytes;
+    /* protobuf-c gives every element its own struct: a message of tiny
+     * items decodes to up to ~32 times its size. A legitimate one needs at
+     * most ~4 times (token ids of one byte each become int32s). */
+    g_max_decoded_bytes =
+        max_message_bytes * 8 > (int64_t)64 << 20 ? max_message_bytes * 8 : (int64_t)64 << 20;
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -375,6 +382,49 @@ void call_reply(call *c, const ProtobufCMessage *msg)
     end_call(c, &ok, bb);
 }
 
+/* protobuf-c's allocator for one decode: malloc (so the result is freed
+ * the usual way) within a budget. */
+typedef struct {
+    int64_t used, limit;
+    bool exceeded;
+} decode_budget;
+
+static void *budget_alloc(void *data, size_t size)
+{
+    decode_budget *b = data;
+    /* what malloc keeps for each block besides its size */
+    const int64_t overhead = 16;
+    if (b->used + (int64_t)size + overhead > b->limit) {
+        b->exceeded = true;
+        return NULL;
+    }
+    b->used += (int64_t)size + overhead;
+    return malloc(size);
+}
+
+static void budget_free(void *data, void *p)
+{
+    (void)data;
+    free(p);
+}
+
+static ProtobufCMessage *decode(const ProtobufCMessageDescriptor *desc, const uint8_t *msg,
+                                size_t len, lms_error *err)
+{
+    decode_budget budget = {.limit = g_max_decoded_bytes};
+    ProtobufCAllocator alloc = {budget_alloc, budget_free, &budget};
+    ProtobufCMessage *m = protobuf_c_message_unpack(desc, &alloc, len, msg);
+    if (!m && budget.exceeded)
+        lms_fail(err, LMS_ERR_RESOURCE_EXHAUSTED, "message_too_large", NULL,
+                 "the request message decodes to more than %lld bytes (it has too many "
+                 "elements); send fewer items per call, or stream them with ScoreItems",
+                 (long long)g_max_decoded_bytes);
+    else if (!m)
+        lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "malformed_request", NULL,
+                 "the message is not a valid %s", desc->name);
+    return m;
+}
+
 ProtobufCMessage *call_unpack(call *c, const ProtobufCMessageDescriptor *desc, const uint8_t *msg,
                               size_t len)
 {
@@ -383,11 +433,7 @@ ProtobufCMessage *call_unpack(call *c, const ProtobufCMessageDescriptor *desc, c
     size_t cleaned_len;
     ProtobufCMessage *m = NULL;
     if (proto_wire_check(desc, msg, len, &cleaned, &cleaned_len, &err) == LMS_OK) {
-        m = cleaned ? protobuf_c_message_unpack(desc, NULL, cleaned_len, cleaned)
-                    : protobuf_c_message_unpack(desc, NULL, len, msg);
-        if (!m)
-            lms_fail(&err, LMS_ERR_INVALID_ARGUMENT, "malformed_request", NULL,
-                     "the message is not a valid %s", desc->name);
+        m = cleaned ? decode(desc, cleaned, cleaned_len, &err) : decode(desc, msg, len, &err);
         free(cleaned);
     }
     if (!m) {

@@ -58,7 +58,9 @@ typedef enum { CALL_SENT, CALL_BUSY, CALL_CLOSED } call_send_result;
 /* Largest message the daemon receives or sends, set once at startup: a
  * bigger request message ends its call with RESOURCE_EXHAUSTED (reason
  * message_too_large) before any handler sees it, a bigger response with
- * RESOURCE_EXHAUSTED (reason response_too_large). */
+ * RESOURCE_EXHAUSTED (reason response_too_large). Decoding one request
+ * message may allocate 8 times that, at least 64 MiB (more: reason
+ * message_too_large too). */
 void call_layer_init(int64_t max_message_bytes);
 /* Calls admitted (call_admit) whose status has not been sent yet. */
 int call_layer_admitted(void);
@@ -103,8 +105,9 @@ call_send_result call_send(call *c, const ProtobufCMessage *msg, bool wait);
 void call_reply(call *c, const ProtobufCMessage *msg);
 /* Decodes a request message after proto_wire_check; on failure ends the
  * call with INVALID_ARGUMENT (reason malformed_request, or invalid_utf8 /
- * nul_in_text naming the string field) and returns NULL. Free the result
- * with protobuf_c_message_free_unpacked. */
+ * nul_in_text naming the string field), or RESOURCE_EXHAUSTED
+ * (message_too_large) past the decoding budget, and returns NULL. Free the
+ * result with protobuf_c_message_free_unpacked(m, NULL). */
 ProtobufCMessage *call_unpack(call *c, const ProtobufCMessageDescriptor *desc, const uint8_t *msg,
                               size_t len);
 /* Ends the call with st (the first call wins; later ones are ignored). */

@@ -64,6 +64,11 @@ static const option_spec options[] = {
     {"max-message-bytes", "LMSCORE_MAX_MESSAGE_BYTES", "BYTES",
      "largest request or response message, with optional K/M/G suffix (default 16M)", OPT_BYTES,
      AT(max_message_bytes), 1024, INT32_MAX},
+    {"max-receive-buffer", "LMSCORE_MAX_RECEIVE_BUFFER", "BYTES",
+     "memory gRPC may hold for requests still arriving, over all connections; beyond it the "
+     "calls buffering are refused (RESOURCE_EXHAUSTED) and idle connections closed (default: "
+     "64M or 4 x --max-message-bytes, whichever is larger; at least --max-message-bytes)",
+     OPT_BYTES, AT(max_receive_buffer), 0, INT64_MAX},
     {"max-items", "LMSCORE_MAX_ITEMS", "N",
      "most items per request or per ScoreItems batch (default 10000)", OPT_INT, AT(max_items), 1,
      INT32_MAX},
@@ -297,6 +302,15 @@ lms_status config_parse(int argc, char **argv, lmscored_config *cfg, config_outc
     if (!cfg->model_path[0])
         return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", "model",
                         "--model (or LMSCORE_MODEL) is required");
+    if (!cfg->max_receive_buffer)
+        cfg->max_receive_buffer = cfg->max_message_bytes * 4 > (int64_t)64 << 20
+                                      ? cfg->max_message_bytes * 4
+                                      : (int64_t)64 << 20;
+    if (cfg->max_receive_buffer < cfg->max_message_bytes)
+        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", "max-receive-buffer",
+                        "--max-receive-buffer (%lld) is below --max-message-bytes (%lld): no "
+                        "message that size could arrive",
+                        (long long)cfg->max_receive_buffer, (long long)cfg->max_message_bytes);
     if (!cfg->tls_cert[0] != !cfg->tls_key[0])
         return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", "tls-cert",
                         "--tls-cert and --tls-key go together");

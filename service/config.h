@@ -22,6 +22,7 @@ typedef struct {
     int threads; /* engine threads in all; 0: OMP_NUM_THREADS, else the CPUs available */
     int queue_depth;
     int64_t max_message_bytes;
+    int64_t max_receive_buffer; /* 0 until config_parse picks the default */
     int32_t max_items;
     int32_t max_sequence_tokens; /* 0: the model's context length */
     lms_algorithm algorithm;

@@ -254,6 +254,7 @@ static int run(const lmscored_config *cfg, const sigset_t *signals)
                          .tls_cert = cfg->tls_cert,
                          .tls_key = cfg->tls_key,
                          .max_message_bytes = cfg->max_message_bytes,
+                         .max_receive_buffer = cfg->max_receive_buffer,
                          .connections = {.max_idle_ms = cfg->max_connection_idle_ms,
                                          .max_age_ms = cfg->max_connection_age_ms,
                                          .max_age_grace_ms = cfg->max_connection_age_grace_ms,

@@ -111,7 +111,7 @@ static void *cq_loop(void *arg)
     return NULL;
 }
 
-#define SERVER_ARGS 11
+#define SERVER_ARGS 12
 
 static grpc_arg int_arg(const char *key, int64_t value)
 {
@@ -126,7 +126,7 @@ static int64_t never_is_int_max(int64_t ms)
     return ms > 0 ? ms : INT_MAX;
 }
 
-static size_t channel_args_of(const server_options *opt, grpc_arg *args)
+static size_t channel_args_of(const server_options *opt, grpc_resource_quota *quota, grpc_arg *args)
 {
     size_t n = 0;
     /* No receive limit in the core: the call layer enforces
@@ -150,6 +150,16 @@ static size_t channel_args_of(const server_options *opt, grpc_arg *args)
     args[n++] = int_arg(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
     args[n++] = int_arg(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
                         opt->connections.keepalive_min_time_ms);
+    /* What gRPC may hold for requests still arriving: its deframer buffers a
+     * message whole before anyone (its own limit included) can look at
+     * the size, and the stream window opens to whatever size the message
+     * announces. The quota bounds that memory: past it the transport
+     * refuses a buffering stream (RESOURCE_EXHAUSTED) and closes idle
+     * connections. */
+    args[n].type = GRPC_ARG_POINTER;
+    args[n].key = (char *)GRPC_ARG_RESOURCE_QUOTA;
+    args[n].value.pointer.p = quota;
+    args[n++].value.pointer.vtable = grpc_resource_quota_arg_vtable();
     /* A connection that never completes its handshake (or sends nothing at
      * all) is closed after this instead of gRPC's 120 s. */
     args[n++] = int_arg(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, HANDSHAKE_TIMEOUT_MS);
@@ -167,9 +177,12 @@ lms_status server_start(const server_options *opt, const call_handler *const *ha
     pthread_cond_init(&s->shutdown.cv, NULL);
     s->shutdown.base.done = on_shutdown;
 
+    grpc_resource_quota *quota = grpc_resource_quota_create("lmscored");
+    grpc_resource_quota_resize(quota, (size_t)opt->max_receive_buffer);
     grpc_arg args[SERVER_ARGS];
-    grpc_channel_args channel_args = {.num_args = channel_args_of(opt, args), .args = args};
+    grpc_channel_args channel_args = {.num_args = channel_args_of(opt, quota, args), .args = args};
     s->grpc = grpc_server_create(&channel_args, NULL);
+    grpc_resource_quota_unref(quota); /* the server holds its own reference */
     s->cq = grpc_completion_queue_create_for_next(NULL);
     grpc_server_register_completion_queue(s->grpc, s->cq, NULL);
 

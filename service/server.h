@@ -26,7 +26,8 @@ typedef struct {
     const char *listen;   /* host:port; port 0 picks one */
     const char *tls_cert; /* PEM file paths, both NULL/empty for plaintext */
     const char *tls_key;
-    int64_t max_message_bytes; /* sent; received ones are the call layer's check */
+    int64_t max_message_bytes;  /* sent; received ones are the call layer's check */
+    int64_t max_receive_buffer; /* gRPC's memory for requests still arriving */
     connection_policy connections;
 } server_options;
 

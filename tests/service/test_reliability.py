@@ -16,7 +16,8 @@ import time
 import grpc
 import pytest
 
-from harness import Daemon, LMSCORED_TEST_HOOKS, error_info, text, tokens
+from harness import (Daemon, LMSCORED_TEST_HOOKS, RssSampler, error_info, steady_memory_env, text,
+                     tokens)
 from lmscore.v1 import score_pb2, score_pb2_grpc
 
 
@@ -403,3 +404,53 @@ def test_truncated_messages_on_every_method(daemon):
             code, info, _ = raw_call(ch, SCORE_ITEMS, [stream[0], stream[1][:cut]])
             assert code == "OK" or (code == "INVALID_ARGUMENT" and info), (cut, code)
     daemon.wait_idle()
+
+
+def peak_rss_rise_mb(d, calls):
+    """Runs calls (functions) at once; the daemon's peak RSS rise over its
+    level before, in MB."""
+    time.sleep(0.3)
+    base = d.rss_kb()
+    sampler = RssSampler(d, period=0.01)
+    threads = [threading.Thread(target=c) for c in calls]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    sampler.stop()
+    return (sampler.max_kb() - base) / 1024
+
+
+def oversized_call(d, path, payload, outcomes):
+    def run():
+        with d.channel(**{"grpc.max_send_message_length": -1}) as ch:
+            outcomes.append(raw_call(ch, path, payload, timeout=300)[:2])
+    return run
+
+
+def test_oversized_messages_are_refused_within_bounded_memory():
+    """A request far over --max-message-bytes is refused (RESOURCE_EXHAUSTED)
+    without the daemon buffering it: its memory rises by at most the
+    receive buffer (64 MiB here), for one 256 MiB message or four of 64 MiB
+    at once."""
+    outcomes = []
+    with Daemon("--max-message-bytes", "1M", "--max-receive-buffer", "64M",
+                env=steady_memory_env()) as d:
+        one = peak_rss_rise_mb(d, [oversized_call(d, SCORE, bytes(256 << 20), outcomes)])
+        four = peak_rss_rise_mb(d, [oversized_call(d, SCORE, bytes(64 << 20), outcomes)
+                                    for _ in range(4)])
+        d.wait_idle()
+    assert [code for code, _ in outcomes] == ["RESOURCE_EXHAUSTED"] * 5, outcomes
+    assert one < 64 + 48 and four < 64 + 48, (one, four)
+
+
+def test_a_message_that_decodes_huge_is_refused():
+    """8 MiB of empty items (4 million structs once decoded) is refused with
+    message_too_large when its decoding passes 64 MiB, instead of growing
+    the daemon by ~370 MB."""
+    outcomes = []
+    with Daemon("--max-message-bytes", "8M", env=steady_memory_env()) as d:
+        rise = peak_rss_rise_mb(d, [oversized_call(d, SCORE, b"\x12\x00" * (4 << 20), outcomes)])
+    code, info = outcomes[0]
+    assert (code, info and info.reason) == ("RESOURCE_EXHAUSTED", "message_too_large"), outcomes
+    assert rise < 64 + 3 * 8 + 32, rise
