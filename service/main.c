@@ -12,6 +12,19 @@
  * and the warm-up poll it) and the daemon exits as after a drain.
  */
 #include <grpc/grpc.h>
+#include <malloc.h>
+#if defined(__SANITIZE_ADDRESS__)
+#define LMSCORED_ASAN_ALLOCATOR 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LMSCORED_ASAN_ALLOCATOR 1
+#endif
+#endif
+#ifdef LMSCORED_ASAN_ALLOCATOR
+/* The sanitizer runtime's own interface (gcc's libasan exports it without
+ * shipping clang's sanitizer/allocator_interface.h). */
+void __sanitizer_purge_allocator(void);
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,15 +181,55 @@ static lms_status load_model(const lmscored_config *cfg, lms_engine **out, lms_e
     return LMS_OK;
 }
 
+/* Hands the free pages of the heap back to the system. A sanitizer build's
+ * allocator replaces glibc's, so there it is asked instead. */
+static void release_free_memory(void)
+{
+#ifdef LMSCORED_ASAN_ALLOCATOR
+    __sanitizer_purge_allocator();
+#else
+    malloc_trim(0);
+#endif
+}
+
+/* Trims on this many quiet ticks after traffic: memory freed late (a
+ * connection torn down after its last call) goes back too. */
+#define TRIM_QUIET_TICKS 5
+
+typedef struct {
+    int64_t requests_seen;
+    int trims_left;
+} trim_state;
+
+/* glibc keeps the pages of freed blocks for reuse: after a burst (large
+ * messages, many connections) the RSS would stay at its peak for good. On
+ * the first ticks without a new call and with no admitted call running,
+ * the free pages go back to the system; under steady traffic nothing is
+ * trimmed (the memory is about to be used again). */
+static void trim_after_burst(trim_state *t)
+{
+    metrics_snapshot snap;
+    metrics_snapshot_get(&snap);
+    if (snap.requests_total != t->requests_seen) {
+        t->requests_seen = snap.requests_total;
+        t->trims_left = TRIM_QUIET_TICKS;
+    } else if (t->trims_left > 0 && call_layer_admitted() == 0) {
+        t->trims_left--;
+        release_free_memory();
+    }
+}
+
 /* Waits for SIGTERM or SIGINT, ticking systemd meanwhile; returns it. */
 static int serve_until_signal(const sigset_t *signals, systemd_notifier *sd, worker_pool *workers)
 {
+    trim_state trim = {.trims_left = TRIM_QUIET_TICKS};
     for (;;) {
         int64_t tick = systemd_tick_ms(sd);
         struct timespec timeout = {tick / 1000, (tick % 1000) * 1000000};
         int sig = sigtimedwait(signals, NULL, &timeout);
         if (sig == SIGTERM || sig == SIGINT) return sig;
         systemd_tick(sd, workers);
+        trim_after_burst(&trim);
     }
 }
 
