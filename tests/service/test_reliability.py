@@ -6,6 +6,7 @@ states the guarantees they check.
 """
 import collections
 import datetime
+import os
 import random
 import re
 import signal
@@ -520,11 +521,22 @@ def test_a_cancellation_storm_leaves_nothing_behind(daemon):
         assert score_pb2_grpc.ScoreServiceStub(ch).Score(score_request(2), timeout=60).items
 
 
+def built_with_sanitizers():
+    cache = os.path.join(os.environ["LMSCORE_BUILD_DIR"], "CMakeCache.txt")
+    with open(cache) as f:
+        return "LMSCORE_SANITIZE:BOOL=ON" in f.read()
+
+
 def test_rss_returns_after_a_burst():
     """After a burst of load, a cancellation storm and many connections, the
     daemon's RSS comes back to within 10% of its level after warm-up once
     the burst's connections are gone (closed by the client, or by the
-    daemon after --max-connection-idle)."""
+    daemon after --max-connection-idle). A sanitizer build runs on ASan's
+    allocator instead of glibc's, which keeps pages that hold any live
+    block (98 MB after warm-up, 115 MB after the burst, where glibc's
+    comes back to +4%): there the bound is 25%, which a daemon keeping what
+    the burst took (+30%) still fails."""
+    bound = 1.25 if built_with_sanitizers() else 1.1
     with Daemon("--workers", "2", "--max-connection-idle", "2s", env=steady_memory_env()) as d:
         def load(seconds, n):
             stop = time.monotonic() + seconds
@@ -554,7 +566,7 @@ def test_rss_returns_after_a_burst():
         load(2, 16)
         burst = d.rss_kb()
         deadline = time.monotonic() + 20
-        while d.rss_kb() > 1.1 * warm and time.monotonic() < deadline:
+        while d.rss_kb() > bound * warm and time.monotonic() < deadline:
             time.sleep(0.2)
         after = d.rss_kb()
-    assert after <= 1.1 * warm, (warm // 1024, burst // 1024, after // 1024)
+    assert after <= bound * warm, (warm // 1024, burst // 1024, after // 1024)
