@@ -245,6 +245,21 @@ static void stop_server(server *srv)
     server_shutdown(srv, &st, 1000);
 }
 
+/* The server's shutdown has gRPC core cancel, without details, every call
+ * that reaches it once it has begun. So after the drain, new calls are
+ * still answered draining until none has come for DRAIN_QUIET_MS (at most
+ * until until_ms): clients told to go elsewhere have stopped sending. */
+#define DRAIN_QUIET_MS 100
+
+static void wait_for_quiet(int64_t until_ms)
+{
+    for (;;) {
+        int64_t quiet_ms = (monotonic_ns() - metrics_last_request_ns()) / 1000000;
+        if (quiet_ms >= DRAIN_QUIET_MS || monotonic_ms() >= until_ms) return;
+        sleep_ms(DRAIN_QUIET_MS - quiet_ms < 10 ? DRAIN_QUIET_MS - quiet_ms : 10);
+    }
+}
+
 /* The log line comes after the phase changes: once it is written, every new
  * call is refused (tests and operators wait for it). */
 static void drain(service *svc, int sig, health *h, server *srv, systemd_notifier *sd)
@@ -267,6 +282,9 @@ static void drain(service *svc, int sig, health *h, server *srv, systemd_notifie
         log_int(&r, "calls", left);
         log_end(&r);
     }
+    /* Clients that keep calling get a second at most. */
+    int64_t quiet_until = monotonic_ms() + 1000;
+    wait_for_quiet(quiet_until < deadline ? quiet_until : deadline);
     health_end_watches(h);
     stop_server(srv);
 }

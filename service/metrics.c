@@ -21,6 +21,7 @@ typedef struct {
 } histogram;
 
 static _Atomic int64_t requests_total;
+static _Atomic int64_t last_request_ns; /* monotonic; 0: none yet */
 static _Atomic int64_t items_total;
 static _Atomic int64_t errors_by_code[METRICS_N_CODES];
 static _Atomic int32_t in_flight_calls;
@@ -82,6 +83,12 @@ static void observe(histogram *h, int64_t ns)
 void metrics_request_started(void)
 {
     atomic_fetch_add(&requests_total, 1);
+    atomic_store(&last_request_ns, monotonic_ns());
+}
+
+int64_t metrics_last_request_ns(void)
+{
+    return atomic_load(&last_request_ns);
 }
 
 /* The slot of reason, added when new; -1 once the table is full. */

@@ -78,6 +78,8 @@ void metrics_init(const char *const *method_paths, int n_methods);
 int metrics_method_index(const char *path);
 
 void metrics_request_started(void);
+/* When the latest call was accepted (monotonic_ns), 0 before the first. */
+int64_t metrics_last_request_ns(void);
 /* A call is over: its status code, its error reason ("" for none) and how
  * long it lasted since it was accepted (observed as METRICS_CALL_TIME). */
 void metrics_call_finished(int method, grpc_status_code code, const char *reason,

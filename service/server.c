@@ -274,8 +274,8 @@ void server_shutdown(server *s, const rpc_status *end_with, int64_t grace_ms)
      * clients were seen to hang past their deadlines on a stream started as
      * the connection went. The cost: a call that a client sent while the
      * GOAWAY travelled is cancelled by the core without details (it cancels
-     * every call reaching it once shutdown began) — only a client still
-     * calling after its draining answers can send one. */
+     * every call reaching it once shutdown began); the drain before waits
+     * for the clients to stop calling. */
     grpc_server_shutdown_and_notify(s->grpc, s->cq, &s->shutdown.base);
     if (!wait_shutdown(s, GOAWAY_SETTLE_MS)) grpc_server_cancel_all_calls(s->grpc);
     wait_shutdown(s, -1);

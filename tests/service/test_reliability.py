@@ -2,7 +2,9 @@
 sends garbage, oversized or invalid messages, cancels in storms or holds
 connections open, and what every call gets when SIGTERM comes under load.
 Each test replays one class of an adversarial run; docs/operations.md
-states the guarantees they check.
+states the guarantees they check. Random payloads on every method and the
+boundary cases of every limit are service.errors' (test_random_bytes_never_hurt,
+test_invalid_argument_reasons, test_message_size_limits).
 """
 import collections
 import datetime
