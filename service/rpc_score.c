@@ -55,8 +55,6 @@ static bool send_chunk(engine_run *run, int32_t first, int32_t n, const float *s
     Lmscore__V1__ScoreStreamResponse msg = LMSCORE__V1__SCORE_STREAM_RESPONSE__INIT;
     msg.kind_case = LMSCORE__V1__SCORE_STREAM_RESPONSE__KIND_CHUNK;
     msg.chunk = &run->view.chunk;
-    /* ScoreStreamResponse and ScoreItemsResponse have the same fields and
-     * numbers, so one encoding serves both streams. */
     return call_send(run->c, &msg.base, true) == CALL_SENT;
 }
 
@@ -153,8 +151,8 @@ static void fill_summary(Lmscore__V1__ScoreSummary *sum, Lmscore__V1__Usage *usa
                          const char *reason, int64_t n_items)
 {
     lmscore__v1__score_summary__init(sum);
-    sum->n_label_token_ids = (size_t)h->n_labels;
-    sum->label_token_ids = h->label_ids;
+    sum->n_label_token_ids = (size_t)h->request.n_labels;
+    sum->label_token_ids = (int32_t *)h->request.label_ids;
     sum->algorithm = score_algorithm_to_proto(algo);
     sum->algorithm_reason = (char *)reason;
     sum->usage = usage;
@@ -188,7 +186,7 @@ static void score_job_reply(score_job *job, const score_header *header, engine_r
         service_job_reply(&job->base, &msg.base);
     } else {
         Lmscore__V1__ScoreResponse resp;
-        score_response_fill(&resp, &usage, &run->view, res, header->label_ids,
+        score_response_fill(&resp, &usage, &run->view, res, header->request.label_ids,
                             header->return_logprobs);
         resp.timing = &timing_view.msg;
         service_job_reply(&job->base, &resp.base);
@@ -203,20 +201,20 @@ static void score_job_run(service_job *base)
     score_timing timing = {.queue_ns = base->work.waited_ns};
     lms_error err = {0};
     rpc_status st;
-    score_header_fields fields;
     score_header header = {0};
     score_items items = {0};
     engine_run run = {.c = base->c, .stream = job->stream};
     lms_score_result res = {0};
-    score_header_fields_of_request(req, &fields);
-    bool ok = score_header_prepare(base->engine, &fields, &header, &err) == LMS_OK &&
-              score_items_prepare(base->engine, &header, req->items, req->n_items, 0, &items,
-                                  &err) == LMS_OK;
+    lms_status prepared =
+        score_header_prepare(base->engine, &SCORE_HEADER_FIELDS_OF(req), &header, &err);
+    if (prepared == LMS_OK)
+        prepared =
+            score_items_prepare(base->engine, &header, req->items, req->n_items, 0, &items, &err);
+    bool ok = prepared == LMS_OK;
     if (!ok) {
         rpc_status_from_error(&st, &err);
     } else {
-        lms_score_request engine_req;
-        score_request_build(&header, &items, &engine_req);
+        lms_score_request engine_req = score_request_with_items(&header, &items);
         timing.prepare_ns = monotonic_ns() - started;
         run.with_logprobs = header.return_logprobs;
         ok = run_engine(base->engine, NULL, &run, &engine_req, &res, &st);
@@ -314,8 +312,8 @@ static void items_close_locked(items_stream *s, service_job *job)
     score_timing_view_fill(&timing, &s->timing);
     fill_summary(&sum, &s->usage, &timing, &s->header, s->algorithm, s->algorithm_reason,
                  s->items_scored);
-    Lmscore__V1__ScoreItemsResponse msg = LMSCORE__V1__SCORE_ITEMS_RESPONSE__INIT;
-    msg.kind_case = LMSCORE__V1__SCORE_ITEMS_RESPONSE__KIND_SUMMARY;
+    Lmscore__V1__ScoreStreamResponse msg = LMSCORE__V1__SCORE_STREAM_RESPONSE__INIT;
+    msg.kind_case = LMSCORE__V1__SCORE_STREAM_RESPONSE__KIND_SUMMARY;
     msg.summary = &sum;
     if (job)
         service_job_reply(job, &msg.base);
@@ -362,20 +360,15 @@ static void rebase_item_field(rpc_status *st, int64_t index_base)
 static bool items_run_header(items_stream *s, const Lmscore__V1__ScoreItemsHeader *h,
                              score_timing *t, rpc_status *st)
 {
-    score_header_fields fields;
     lms_error err = {0};
     int64_t t0 = monotonic_ns();
-    score_header_fields_of_items_header(h, &fields);
-    if (score_header_prepare(s->engine, &fields, &s->header, &err) != LMS_OK) {
+    if (score_header_prepare(s->engine, &SCORE_HEADER_FIELDS_OF(h), &s->header, &err) != LMS_OK) {
         rpc_status_from_error(st, &err);
         return false;
     }
-    score_items none = {0};
-    lms_score_request req;
-    score_request_build(&s->header, &none, &req);
     int64_t t1 = monotonic_ns();
     t->prepare_ns = t1 - t0;
-    lms_status begun = lms_score_session_begin(s->engine, &req, &s->session, &err);
+    lms_status begun = lms_score_session_begin(s->engine, &s->header.request, &s->session, &err);
     t->engine_ns = monotonic_ns() - t1;
     if (begun != LMS_OK) {
         rpc_status_from_error(st, &err);
@@ -395,8 +388,7 @@ static bool items_run_batch(items_stream *s, const Lmscore__V1__ItemBatch *batch
         rpc_status_from_error(st, &err);
         return false;
     }
-    lms_score_request req;
-    score_request_build(&s->header, &items, &req);
+    lms_score_request req = score_request_with_items(&s->header, &items);
     t->prepare_ns = monotonic_ns() - t0;
     engine_run run = {.c = s->c,
                       .stream = true,

@@ -8,37 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void score_header_fields_of_request(const Lmscore__V1__ScoreRequest *req, score_header_fields *f)
-{
-    *f = (score_header_fields){
-        .query = req->query,
-        .n_label_token_ids = req->n_label_token_ids,
-        .label_token_ids = req->label_token_ids,
-        .n_label_texts = req->n_label_texts,
-        .label_texts = req->label_texts,
-        .apply_softmax = req->apply_softmax,
-        .item_first = req->item_first,
-        .return_logprobs = req->return_logprobs,
-        .algorithm = req->algorithm,
-    };
-}
-
-void score_header_fields_of_items_header(const Lmscore__V1__ScoreItemsHeader *h,
-                                         score_header_fields *f)
-{
-    *f = (score_header_fields){
-        .query = h->query,
-        .n_label_token_ids = h->n_label_token_ids,
-        .label_token_ids = h->label_token_ids,
-        .n_label_texts = h->n_label_texts,
-        .label_texts = h->label_texts,
-        .apply_softmax = h->apply_softmax,
-        .item_first = h->item_first,
-        .return_logprobs = h->return_logprobs,
-        .algorithm = h->algorithm,
-    };
-}
-
 static lms_status algorithm_from_proto(Lmscore__V1__Algorithm a, lms_algorithm *out, lms_error *err)
 {
     switch (a) {
@@ -117,18 +86,20 @@ static lms_status input_tokens(const lms_engine *e, const Lmscore__V1__Input *in
     return LMS_OK;
 }
 
-static lms_status resolve_labels(const lms_engine *e, const score_header_fields *f, score_header *h,
-                                 lms_error *err)
+/* The label ids of f into an owned array (*ids, *n), never NULL on success. */
+static lms_status resolve_labels(const lms_engine *e, const score_header_fields *f, int32_t **ids,
+                                 int32_t *n_ids, lms_error *err)
 {
     if (f->n_label_token_ids && f->n_label_texts)
         return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "mixed_input_types", "label_texts",
                         "label_texts: give either label_token_ids or label_texts, not both");
     size_t n = f->n_label_texts ? f->n_label_texts : f->n_label_token_ids;
-    h->label_ids = malloc((n ? n : 1) * sizeof *h->label_ids);
-    if (!h->label_ids) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
-    h->n_labels = (int32_t)n;
+    int32_t *out = malloc((n ? n : 1) * sizeof *out);
+    if (!out) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
+    *ids = out;
+    *n_ids = (int32_t)n;
     if (!f->n_label_texts) {
-        if (n) memcpy(h->label_ids, f->label_token_ids, n * sizeof *h->label_ids);
+        if (n) memcpy(out, f->label_token_ids, n * sizeof *out);
         return LMS_OK;
     }
     const lms_tokenizer *tok = lms_engine_tokenizer(e);
@@ -137,7 +108,7 @@ static lms_status resolve_labels(const lms_engine *e, const score_header_fields 
                         "label_texts: the model has no tokenizer; send label_token_ids");
     for (size_t i = 0; i < n; i++) {
         const char *text = f->label_texts[i];
-        if (lms_tokenizer_single_token(tok, text, strlen(text), &h->label_ids[i], err) != LMS_OK) {
+        if (lms_tokenizer_single_token(tok, text, strlen(text), &out[i], err) != LMS_OK) {
             /* name the request field, whatever the tokenizer called it */
             char field[48];
             snprintf(field, sizeof field, "label_texts[%zu]", i);
@@ -152,24 +123,28 @@ lms_status score_header_prepare(const lms_engine *e, const score_header_fields *
                                 score_header *out, lms_error *err)
 {
     memset(out, 0, sizeof *out);
-    out->apply_softmax = f->apply_softmax;
-    out->item_first = f->item_first;
+    lms_score_request *req = &out->request;
+    req->apply_softmax = f->apply_softmax;
+    req->item_first = f->item_first;
     out->return_logprobs = f->return_logprobs;
     out->text_inputs = f->query && f->query->kind_case == LMSCORE__V1__INPUT__KIND_TEXT;
-    lms_status st = algorithm_from_proto(f->algorithm, &out->algorithm, err);
-    if (st == LMS_OK) st = resolve_labels(e, f, out, err);
+    int32_t *labels = NULL, *query = NULL;
+    lms_status st = algorithm_from_proto(f->algorithm, &req->algorithm, err);
+    if (st == LMS_OK) st = resolve_labels(e, f, &labels, &req->n_labels, err);
+    req->label_ids = labels;
     if (st == LMS_OK)
-        st = input_tokens(e, f->query, out->text_inputs, true, "query", &out->query_ids,
-                          &out->query_len, err);
+        st = input_tokens(e, f->query, out->text_inputs, true, "query", &query, &req->query.len,
+                          err);
+    req->query.ids = query;
     if (st != LMS_OK) score_header_free(out);
     return st;
 }
 
 void score_header_free(score_header *h)
 {
-    free(h->query_ids);
-    free(h->label_ids);
-    h->query_ids = h->label_ids = NULL;
+    free((void *)h->request.query.ids);
+    free((void *)h->request.label_ids);
+    h->request.query.ids = h->request.label_ids = NULL;
 }
 
 lms_status score_items_prepare(const lms_engine *e, const score_header *h,
@@ -205,16 +180,10 @@ void score_items_free(score_items *it)
     it->n_items = 0;
 }
 
-void score_request_build(const score_header *h, const score_items *it, lms_score_request *out)
+lms_score_request score_request_with_items(const score_header *h, const score_items *it)
 {
-    *out = (lms_score_request){
-        .query = {.ids = h->query_ids, .len = h->query_len},
-        .items = it->items,
-        .n_items = it->n_items,
-        .label_ids = h->label_ids,
-        .n_labels = h->n_labels,
-        .apply_softmax = h->apply_softmax,
-        .item_first = h->item_first,
-        .algorithm = h->algorithm,
-    };
+    lms_score_request req = h->request;
+    req.items = it->items;
+    req.n_items = it->n_items;
+    return req;
 }

@@ -17,7 +17,8 @@
 #include "lmscore.h"
 #include "lmscore/v1/score.pb-c.h"
 
-/* The fields ScoreRequest and ScoreItemsHeader have in common. */
+/* The fields ScoreRequest and ScoreItemsHeader have in common, viewed in
+ * the message (nothing is copied). */
 typedef struct {
     const Lmscore__V1__Input *query;
     size_t n_label_token_ids;
@@ -28,14 +29,28 @@ typedef struct {
     Lmscore__V1__Algorithm algorithm;
 } score_header_fields;
 
+/* The header fields of msg, a ScoreRequest or a ScoreItemsHeader: the two
+ * messages name them alike, so one conversion serves both, and a field
+ * that one of them lacks does not compile. */
+#define SCORE_HEADER_FIELDS_OF(msg)                                                                \
+    ((score_header_fields){                                                                        \
+        .query = (msg)->query,                                                                     \
+        .n_label_token_ids = (msg)->n_label_token_ids,                                             \
+        .label_token_ids = (msg)->label_token_ids,                                                 \
+        .n_label_texts = (msg)->n_label_texts,                                                     \
+        .label_texts = (msg)->label_texts,                                                         \
+        .apply_softmax = (msg)->apply_softmax,                                                     \
+        .item_first = (msg)->item_first,                                                           \
+        .return_logprobs = (msg)->return_logprobs,                                                 \
+        .algorithm = (msg)->algorithm,                                                             \
+    })
+
+/* A prepared header: the engine request without its items, whose query
+ * and label ids it owns, and what the answer needs besides. */
 typedef struct {
+    lms_score_request request;
     bool text_inputs;
-    int32_t *query_ids;
-    int32_t query_len;
-    int32_t *label_ids;
-    int32_t n_labels;
-    bool apply_softmax, item_first, return_logprobs;
-    lms_algorithm algorithm;
+    bool return_logprobs;
 } score_header;
 
 typedef struct {
@@ -43,10 +58,6 @@ typedef struct {
     int32_t n_items;
     int64_t n_tokens; /* item tokens in all */
 } score_items;
-
-void score_header_fields_of_request(const Lmscore__V1__ScoreRequest *req, score_header_fields *f);
-void score_header_fields_of_items_header(const Lmscore__V1__ScoreItemsHeader *h,
-                                         score_header_fields *f);
 
 lms_status score_header_prepare(const lms_engine *e, const score_header_fields *f,
                                 score_header *out, lms_error *err);
@@ -58,7 +69,8 @@ lms_status score_items_prepare(const lms_engine *e, const score_header *h,
                                score_items *out, lms_error *err);
 void score_items_free(score_items *it);
 
-void score_request_build(const score_header *h, const score_items *it, lms_score_request *out);
+/* The engine request of h with the items it (both still own their ids). */
+lms_score_request score_request_with_items(const score_header *h, const score_items *it);
 
 Lmscore__V1__Algorithm score_algorithm_to_proto(lms_algorithm algo);
 

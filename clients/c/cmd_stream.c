@@ -146,17 +146,17 @@ static void on_message(stream_state *s)
     grpc_byte_buffer *bb = s->call.received;
     s->recv_busy = false;
     if (!bb) return; /* end of the response stream */
-    Lmscore__V1__ScoreItemsResponse *resp = (Lmscore__V1__ScoreItemsResponse *)rpc_unpack(
-        &lmscore__v1__score_items_response__descriptor, bb);
+    Lmscore__V1__ScoreStreamResponse *resp = (Lmscore__V1__ScoreStreamResponse *)rpc_unpack(
+        &lmscore__v1__score_stream_response__descriptor, bb);
     grpc_byte_buffer_destroy(bb);
     if (!resp) {
         s->bad_message = true;
         rpc_stream_cancel(&s->call);
         return;
     }
-    if (resp->kind_case == LMSCORE__V1__SCORE_ITEMS_RESPONSE__KIND_CHUNK)
+    if (resp->kind_case == LMSCORE__V1__SCORE_STREAM_RESPONSE__KIND_CHUNK)
         print_chunk(s, resp->chunk);
-    else if (resp->kind_case == LMSCORE__V1__SCORE_ITEMS_RESPONSE__KIND_SUMMARY)
+    else if (resp->kind_case == LMSCORE__V1__SCORE_STREAM_RESPONSE__KIND_SUMMARY)
         print_summary(s, resp->summary);
     protobuf_c_message_free_unpacked(&resp->base, NULL);
     progress_update(&s->bar, s->received, s->sent);
@@ -200,7 +200,7 @@ static int finish(stream_state *s)
     if (s->input_error) return CLI_EXIT_FAILED; /* already explained */
     if (s->bad_message) {
         fprintf(stderr, "lmscore: stream: the server sent a message that is not a "
-                        "ScoreItemsResponse\n");
+                        "ScoreStreamResponse\n");
         return CLI_EXIT_FAILED;
     }
     if (st.code != GRPC_STATUS_OK) {

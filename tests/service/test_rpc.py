@@ -191,6 +191,20 @@ def test_score_items_streams_while_items_arrive(stub):
     assert summaries[0].usage.cached_tokens > 0
 
 
+def test_score_items_shares_its_messages_with_score_and_score_stream():
+    """ScoreItemsHeader is ScoreRequest without its items (the daemon turns
+    both into an engine request with one conversion), and ScoreStream and
+    ScoreItems answer with the one ScoreStreamResponse: a field added to
+    only one side fails here."""
+    def fields(message, leave_out=()):
+        return {(f.name, f.json_name, f.type, f.label,
+                 f.message_type and f.message_type.full_name, f.enum_type and f.enum_type.full_name)
+                for f in message.DESCRIPTOR.fields if f.name not in leave_out}
+    assert fields(score_pb2.ScoreRequest, leave_out={"items"}) == fields(score_pb2.ScoreItemsHeader)
+    methods = score_pb2.DESCRIPTOR.services_by_name["ScoreService"].methods_by_name
+    assert methods["ScoreItems"].output_type is methods["ScoreStream"].output_type
+
+
 def test_score_items_with_text_and_label_texts(stub):
     header = score_pb2.ScoreItemsHeader(query=text("Is this review positive?"),
                                         label_texts=[" yes", " no"])
