@@ -479,6 +479,22 @@ def test_weight_scales():
     assert abs(np.corrcoef(a.ravel(), b.ravel())[0, 1]) < 0.01  # streams are independent
 
 
+def test_projection_std_scales_the_projections_only(tmp_path):
+    make(tmp_path, *SMALL, "--hf", "a-hf")
+    make(tmp_path, *SMALL, "--projection-std", "0.3", "--hf", "b-hf")
+    a, b = read_hf(tmp_path / "a-hf"), read_hf(tmp_path / "b-hf")
+    assert a.keys() == b.keys()
+    projections = [n for n in a if n.endswith("_proj.weight")]
+    assert len(projections) == 7
+    for name in a:
+        if name in projections:  # the same draws at std 0.3 instead of 1/sqrt(fan_in)
+            fan_in = a[name].shape[1]
+            np.testing.assert_allclose(b[name], a[name] * 0.3 * math.sqrt(fan_in), rtol=1e-6)
+            assert abs(b[name].std() - 0.3) < 0.02
+        else:
+            assert np.array_equal(a[name], b[name]), name
+
+
 def test_scores_are_informative():
     """With these scales every layer moves the residual stream and the
     next-token distributions are neither flat nor one-hot, and differ between
@@ -512,6 +528,7 @@ def test_scores_are_informative():
     (["--vocab-size", "0", "--gguf", "x.gguf"], "--vocab-size wants an integer"),
     (["--preset", "tiny-llama", "--shards", "99", "--hf", "x-hf"], "99 shards for"),
     (["--rope-scaling", "yarn", "--gguf", "x.gguf"], "unknown rope scaling 'yarn'"),
+    (["--projection-std", "0", "--gguf", "x.gguf"], "--projection-std wants a positive number"),
     ([], "nothing to write"),
 ])
 def test_bad_requests_fail_precisely_and_write_nothing(tmp_path, flags, message):

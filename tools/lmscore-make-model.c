@@ -27,7 +27,7 @@
 static const char USAGE[] =
     "usage: lmscore-make-model [--preset NAME] (--gguf FILE | --hf DIR)... [options]\n"
     "  --preset NAME          tiny-qwen3 (default), tiny-qwen2, tiny-llama, tiny-llama3,\n"
-    "                         qwen3-0.6b\n"
+    "                         qwen3-0.6b, qwen3-4b, qwen3-8b\n"
     "  --gguf FILE            write a GGUF v3 file\n"
     "  --hf DIR               write a Hugging Face directory\n"
     "  --tokenizers ROOT      where fetch-tokenizers.sh put the tokenizers\n"
@@ -43,6 +43,7 @@ static const char USAGE[] =
     "  --dtype f32|f16|bf16|q4_0|q4_1|q5_0|q5_1|q8_0|q4_K|q5_K|q6_K\n"
     "                         (the block types: GGUF only; the HF twin is f32)\n"
     "  --seed N\n"
+    "  --projection-std X     draw q, k, v, o, gate, up, down at std X (default 1/sqrt(fan_in))\n"
     "  --rope-scaling none|linear|llama3 --rope-factor X --rope-low-freq-factor X\n"
     "  --rope-high-freq-factor X --rope-original-context N\n"
     "  --shards N             split the safetensors into N files with an index\n";
@@ -70,6 +71,7 @@ enum {
     OPT_UNTIED,
     OPT_DTYPE,
     OPT_SEED,
+    OPT_PROJECTION_STD,
     OPT_ROPE_SCALING,
     OPT_ROPE_FACTOR,
     OPT_ROPE_LOW,
@@ -102,6 +104,7 @@ static const struct option OPTIONS[] = {
     {"untied", no_argument, NULL, OPT_UNTIED},
     {"dtype", required_argument, NULL, OPT_DTYPE},
     {"seed", required_argument, NULL, OPT_SEED},
+    {"projection-std", required_argument, NULL, OPT_PROJECTION_STD},
     {"rope-scaling", required_argument, NULL, OPT_ROPE_SCALING},
     {"rope-factor", required_argument, NULL, OPT_ROPE_FACTOR},
     {"rope-low-freq-factor", required_argument, NULL, OPT_ROPE_LOW},
@@ -219,6 +222,8 @@ static lms_status apply_option(request *r, int opt, const char *arg, lms_error *
         st = parse_int("seed", arg, 0, INT64_MAX, &seed, err);
         s->seed = (uint64_t)seed;
         return st;
+    case OPT_PROJECTION_STD:
+        return parse_double("projection-std", arg, &s->projection_std, err);
     case OPT_ROPE_SCALING:
         return mm_rope_scaling_parse(arg, &s->rope_scaling, err);
     case OPT_ROPE_FACTOR:

@@ -35,6 +35,9 @@ typedef struct {
     bool tied_embeddings;
     mm_dtype dtype;
     uint64_t seed;
+    /* The std the q, k, v, o, gate, up and down matrices are drawn at; 0:
+     * 1/sqrt(fan_in) each (see tensors.c). */
+    double projection_std;
 
     mm_rope_scaling rope_scaling;
     double rope_factor;
@@ -56,7 +59,8 @@ typedef struct {
 } mm_spec;
 
 /* Fills *out with a preset: tiny-qwen3, tiny-qwen2, tiny-llama, tiny-llama3,
- * qwen3-0.6b. Unknown names fail with the list of known ones. */
+ * qwen3-0.6b, qwen3-4b, qwen3-8b. Unknown names fail with the list of known
+ * ones. */
 lms_status mm_spec_preset(const char *name, mm_spec *out, lms_error *err);
 
 /* Checks that the geometry is buildable (positive sizes, heads divisible by

@@ -14,7 +14,9 @@ typedef struct {
 /* Tiny presets are small enough for the test suite (tens of MB at most) yet
  * use each family's real tokenizer and embedding-row count; between them they
  * cover f32/f16/bf16, tied and untied heads, GQA, a q dimension different
- * from d_model (tiny-qwen3) and llama3 rope scaling (tiny-llama3). */
+ * from d_model (tiny-qwen3) and llama3 rope scaling (tiny-llama3). The qwen3
+ * presets past them are real geometries, for the benchmarks only: 0.6B in
+ * f16, 4B and 8B in bf16 and sharded as their checkpoints are shipped. */
 static const preset PRESETS[] = {
     {"tiny-qwen3",
      {.arch = MM_ARCH_QWEN3,
@@ -113,6 +115,44 @@ static const preset PRESETS[] = {
       .tokenizer_pre = "qwen2",
       .fallback_bos = "<|endoftext|>",
       .hf_shards = 1}},
+    {"qwen3-4b",
+     {.arch = MM_ARCH_QWEN3,
+      .n_layers = 36,
+      .d_model = 2560,
+      .n_heads = 32,
+      .n_kv_heads = 8,
+      .head_dim = 128,
+      .d_ff = 9728,
+      .vocab_size = 151936,
+      .context_length = 40960,
+      .rms_eps = 1e-6,
+      .rope_theta = 1000000.0,
+      .tied_embeddings = true,
+      .dtype = MM_DTYPE_BF16,
+      .seed = 7,
+      .tokenizer = "qwen3",
+      .tokenizer_pre = "qwen2",
+      .fallback_bos = "<|endoftext|>",
+      .hf_shards = 3}},
+    {"qwen3-8b",
+     {.arch = MM_ARCH_QWEN3,
+      .n_layers = 36,
+      .d_model = 4096,
+      .n_heads = 32,
+      .n_kv_heads = 8,
+      .head_dim = 128,
+      .d_ff = 12288,
+      .vocab_size = 151936,
+      .context_length = 40960,
+      .rms_eps = 1e-6,
+      .rope_theta = 1000000.0,
+      .tied_embeddings = false,
+      .dtype = MM_DTYPE_BF16,
+      .seed = 8,
+      .tokenizer = "qwen3",
+      .tokenizer_pre = "qwen2",
+      .fallback_bos = "<|endoftext|>",
+      .hf_shards = 5}},
 };
 
 #define N_PRESETS (sizeof PRESETS / sizeof PRESETS[0])

@@ -3,9 +3,9 @@
  * the names both ecosystems use and the scale each tensor is drawn at.
  *
  * Scales keep activations O(1) so scores are informative: projections have
- * std 1/sqrt(fan_in) (each preserves the RMS of its input), embedding and
- * output rows std 4/sqrt(d_model) (logits of std ~4 after the final norm),
- * norm weights 1 +- 0.1 and biases std 0.2.
+ * std 1/sqrt(fan_in) (each preserves the RMS of its input) unless the spec
+ * sets projection_std, embedding and output rows std 4/sqrt(d_model) (logits
+ * of std ~4 after the final norm), norm weights 1 +- 0.1 and biases std 0.2.
  */
 #include "mm_tensors.h"
 
@@ -36,6 +36,15 @@ static mm_tensor *add(tensor_list *list, const char *hf_name, const char *gguf_n
     return t;
 }
 
+/* A q, k, v, o, gate, up or down matrix: rows = out-features. */
+static mm_tensor *add_projection(tensor_list *list, const mm_spec *s, const char *hf_name,
+                                 const char *gguf_name, int64_t rows, int64_t cols)
+{
+    mm_tensor *t = add(list, hf_name, gguf_name, rows, cols);
+    if (s->projection_std > 0) t->std = s->projection_std;
+    return t;
+}
+
 static void add_norm(tensor_list *list, const char *hf_name, const char *gguf_name, int64_t n)
 {
     mm_tensor *t = add(list, hf_name, gguf_name, 0, n);
@@ -56,11 +65,11 @@ static void add_layer(tensor_list *list, const mm_spec *s, int layer)
     NAMES("input_layernorm.weight", "attn_norm.weight");
     add_norm(list, hf, gg, s->d_model);
     NAMES("self_attn.q_proj.weight", "attn_q.weight");
-    add(list, hf, gg, q_dim, s->d_model)->permute_heads = llama ? s->n_heads : 0;
+    add_projection(list, s, hf, gg, q_dim, s->d_model)->permute_heads = llama ? s->n_heads : 0;
     NAMES("self_attn.k_proj.weight", "attn_k.weight");
-    add(list, hf, gg, kv_dim, s->d_model)->permute_heads = llama ? s->n_kv_heads : 0;
+    add_projection(list, s, hf, gg, kv_dim, s->d_model)->permute_heads = llama ? s->n_kv_heads : 0;
     NAMES("self_attn.v_proj.weight", "attn_v.weight");
-    add(list, hf, gg, kv_dim, s->d_model);
+    add_projection(list, s, hf, gg, kv_dim, s->d_model);
     if (s->arch == MM_ARCH_QWEN2) {
         static const char *const proj[] = {"q", "k", "v"};
         for (int i = 0; i < 3; i++) {
@@ -78,15 +87,15 @@ static void add_layer(tensor_list *list, const mm_spec *s, int layer)
         add_norm(list, hf, gg, s->head_dim);
     }
     NAMES("self_attn.o_proj.weight", "attn_output.weight");
-    add(list, hf, gg, s->d_model, q_dim);
+    add_projection(list, s, hf, gg, s->d_model, q_dim);
     NAMES("post_attention_layernorm.weight", "ffn_norm.weight");
     add_norm(list, hf, gg, s->d_model);
     NAMES("mlp.gate_proj.weight", "ffn_gate.weight");
-    add(list, hf, gg, s->d_ff, s->d_model);
+    add_projection(list, s, hf, gg, s->d_ff, s->d_model);
     NAMES("mlp.up_proj.weight", "ffn_up.weight");
-    add(list, hf, gg, s->d_ff, s->d_model);
+    add_projection(list, s, hf, gg, s->d_ff, s->d_model);
     NAMES("mlp.down_proj.weight", "ffn_down.weight");
-    add(list, hf, gg, s->d_model, s->d_ff);
+    add_projection(list, s, hf, gg, s->d_model, s->d_ff);
 #undef NAMES
 }
 
