@@ -13,9 +13,9 @@
  * Text is tokenized as the service does: the query with the model's special
  * tokens (BOS when it adds one), items without. Prints the result as JSON
  * (scores, logprobs, the algorithm and precision with their reasons, token
- * counts, seconds, the kernels, and the weights' bytes and parameter
- * count); a rejected request prints {"error": {...}} and exits 2, other
- * failures 1.
+ * counts, seconds, the kernels, the weights' formats, bytes and parameter
+ * count, and lms_engine_open's seconds); a rejected request prints
+ * {"error": {...}} and exits 2, other failures 1.
  */
 #include <json-c/json.h>
 #include <stdio.h>
@@ -200,7 +200,8 @@ static json_object *matrix(const float *x, int32_t rows, int32_t cols)
     return a;
 }
 
-static void print_result(const lms_engine *engine, const lms_score_result *r, double seconds)
+static void print_result(const lms_engine *engine, const lms_score_result *r, double seconds,
+                         double load_seconds)
 {
     lms_model_info mi;
     lms_engine_model_info(engine, &mi);
@@ -217,8 +218,10 @@ static void print_result(const lms_engine *engine, const lms_score_result *r, do
     json_object_object_add(o, "precision", json_object_new_string(mi.precision));
     json_object_object_add(o, "precision_reason", json_object_new_string(mi.precision_reason));
     json_object_object_add(o, "kernels", json_object_new_string(mi.kernels));
+    json_object_object_add(o, "weights", json_object_new_string(mi.weights));
     json_object_object_add(o, "weight_bytes", json_object_new_int64(mi.weight_bytes));
     json_object_object_add(o, "parameters", json_object_new_int64(mi.parameters));
+    json_object_object_add(o, "load_seconds", json_object_new_double(load_seconds));
     /* %.9g round-trips a float exactly */
     json_c_set_serialization_double_format("%.9g", JSON_C_OPTION_GLOBAL);
     puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
@@ -277,11 +280,13 @@ int main(int argc, char **argv)
     }
     lms_error err = {0};
     lms_engine *engine = NULL;
+    const double load_start = monotonic_seconds();
     if (lms_engine_open(model, &opt, &engine, &err) != LMS_OK) {
         fprintf(stderr, "lmscore-local: %s: %s\n", model, err.msg);
         json_object_put(root);
         return 1;
     }
+    const double load_seconds = monotonic_seconds() - load_start;
     parsed_request p = {0};
     lms_score_request req;
     lms_score_result res = {0};
@@ -296,7 +301,7 @@ int main(int argc, char **argv)
             if (lms_engine_score(engine, &req, NULL, &res, &err) != LMS_OK) rc = print_error(&err);
             dt = monotonic_seconds() - t0;
         }
-        if (rc == 0) print_result(engine, &res, dt);
+        if (rc == 0) print_result(engine, &res, dt, load_seconds);
     }
     lms_score_result_free(&res);
     for (int32_t i = 0; i < p.n_owned; i++)

@@ -11,7 +11,9 @@
 # 5. bench/lm_head/run.sh BUILD_DIR (the LM head against an sgemm head);
 # 6. bench/matmul/run.sh BUILD_DIR (the projection kernels against OpenBLAS
 #    and oneDNN);
-# 7. bench/metrics/run.sh BUILD_DIR (the Prometheus endpoint under load).
+# 7. bench/metrics/run.sh BUILD_DIR (the Prometheus endpoint under load);
+# 8. bench/precision/run.sh BUILD_DIR (bf16 and int8 against f32: accuracy,
+#    speed, memory and start-up, the 8B geometry served as Q8_0).
 # Each part's output is also kept in RESULTS_DIR/<part>.log. A failing part
 # does not stop the others; the exit status says whether any failed.
 # BENCH_ENGINE_ARGS (environment) is passed to bench_engine, e.g.
@@ -51,7 +53,7 @@ if run_part engine "$build/bench/bench_engine" --model "$build/models/qwen3-0.6b
     fi
 fi
 
-for part in tokenizer service sizing lm_head matmul metrics; do
+for part in tokenizer service sizing lm_head matmul metrics precision; do
     if [ -f "$src/bench/$part/run.sh" ]; then
         run_part "$part" sh "$src/bench/$part/run.sh" "$build"
     else

@@ -1,0 +1,71 @@
+"""local.py — what the precision benchmark's parts share: seeded requests of
+random token ids, one lmscore-local run (its JSON and the process's peak
+RSS), and the environment that picks OpenBLAS's kernel."""
+import json
+import os
+import random
+import subprocess
+import sys
+
+# Random ids below 151,643 are ordinary tokens of the Qwen3 tokenizer that
+# every benchmark model here carries.
+VOCAB = 151643
+
+
+def write_request(path, query_tokens, n_items, item_tokens, n_labels, seed):
+    """A request of random ids: a query, n_items items, n_labels labels."""
+    rng = random.Random(seed)
+    ids = lambda n: [rng.randrange(VOCAB) for _ in range(n)]
+    req = {"query": ids(query_tokens),
+           "items": [ids(item_tokens) for _ in range(n_items)],
+           "label_token_ids": rng.sample(range(VOCAB), n_labels)}
+    with open(path, "w") as f:
+        json.dump(req, f)
+    return path
+
+
+def kernel_env(kernel):
+    """The environment with OPENBLAS_CORETYPE set to kernel, unset for
+    "default" (the kernel OpenBLAS picks for this CPU itself), or as it is
+    for None."""
+    env = dict(os.environ)
+    if kernel is not None:
+        env.pop("OPENBLAS_CORETYPE", None)
+    if kernel not in (None, "default"):
+        env["OPENBLAS_CORETYPE"] = kernel
+    return env
+
+
+def score(build, model, request, precision="auto", isa="auto", repeat=1, kernel=None,
+          algorithm="auto"):
+    """Runs lmscore-local once with no prefix cache (every repetition is
+    cold); returns its JSON result with "peak_rss_bytes" (the process's
+    VmHWM: the load and the requests) added. Exits on any failure."""
+    cmd = [os.path.join(build, "tools", "lmscore-local"), "--model", model, "--request", request,
+           "--precision", precision, "--isa", isa, "--repeat", str(repeat),
+           "--prefix-cache-mib", "0", "--algorithm", algorithm]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=kernel_env(kernel))
+    out = proc.stdout.read()
+    proc.stdout.close()
+    _, status, usage = os.wait4(proc.pid, 0)
+    if status != 0:
+        sys.exit("precision: %s failed (status %d): %s" % (" ".join(cmd), status, out[-500:]))
+    res = json.loads(out)
+    res["peak_rss_bytes"] = usage.ru_maxrss * 1024
+    return res
+
+
+def cpu_flags():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def cpu_name():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown CPU"
