@@ -249,7 +249,7 @@ static void stop_server(server *srv)
  * that reaches it once it has begun. So after the drain, new calls are
  * still answered draining until none has come for DRAIN_QUIET_MS (at most
  * until until_ms): clients told to go elsewhere have stopped sending. */
-#define DRAIN_QUIET_MS 100
+#define DRAIN_QUIET_MS 250
 
 static void wait_for_quiet(int64_t until_ms)
 {
