@@ -35,6 +35,7 @@ RUN apt-get update \
         libopenblas0-openmp \
         libpcre2-8-0 \
         libprotobuf-c1 \
+        libssl3 \
         libsystemd0 \
         libutf8proc2 \
     && rm -rf /var/lib/apt/lists/*
