@@ -75,7 +75,8 @@ void f32_kernel_avx2(const float *const *x, int32_t k, const float *w, size_t ld
                 acc[i][1] = _mm256_fmadd_ps(xb, w1, acc[i][1]);
             }
         }
-        for (int i = 0; i < n_rows; i++) {
+        UNROLL for (int i = 0; i < R; i++) if (i < n_rows)
+        {
             _mm256_maskstore_ps(y + (size_t)i * ldy + c0, m0, acc[i][0]);
             _mm256_maskstore_ps(y + (size_t)i * ldy + c0 + 8, m1, acc[i][1]);
         }
@@ -100,7 +101,8 @@ void w16_kernel_avx2(const float *const *x, int32_t k, const uint16_t *panel, bo
                 acc[i][1] = _mm256_fmadd_ps(xb, w1, acc[i][1]);
             }
         }
-        for (int i = 0; i < n_rows; i++) {
+        UNROLL for (int i = 0; i < R; i++) if (i < n_rows)
+        {
             float *row = y + (size_t)i * ldy + 16 * half;
             store_lanes(row, acc[i][0], n_cols - 16 * half, accumulate);
             store_lanes(row + 8, acc[i][1], n_cols - 16 * half - 8, accumulate);
@@ -191,7 +193,7 @@ void q8_kernel_avx2(const q8_act_row *x, int32_t blocks, const q8_panel *w, floa
             UNROLL for (int i = 0; i < Q8_R; i++) acc[i] =
                 _mm256_fmadd_ps(o, _mm256_set1_ps(x[i].sum[b]), acc[i]);
         }
-        for (int i = 0; i < n_rows; i++)
+        UNROLL for (int i = 0; i < Q8_R; i++) if (i < n_rows)
             store_lanes(y + (size_t)i * ldy + 8 * slice, acc[i], n_cols - 8 * slice, accumulate);
     }
 }

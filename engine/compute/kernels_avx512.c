@@ -68,7 +68,8 @@ void f32_kernel_avx512(const float *const *x, int32_t k, const float *w, size_t 
             acc[i][1] = _mm512_fmadd_ps(xb, w1, acc[i][1]);
         }
     }
-    for (int i = 0; i < n_rows; i++) {
+    UNROLL for (int i = 0; i < R; i++) if (i < n_rows)
+    {
         _mm512_mask_storeu_ps(y + (size_t)i * ldy, mlo, acc[i][0]);
         _mm512_mask_storeu_ps(y + (size_t)i * ldy + 16, mhi, acc[i][1]);
     }
@@ -90,7 +91,7 @@ void w16_kernel_avx512(const float *const *x, int32_t k, const uint16_t *panel, 
             acc[i][1] = _mm512_fmadd_ps(xb, w1, acc[i][1]);
         }
     }
-    for (int i = 0; i < n_rows; i++)
+    UNROLL for (int i = 0; i < R; i++) if (i < n_rows)
         store_row(y + (size_t)i * ldy, acc[i][0], acc[i][1], n_cols, accumulate);
 }
 
@@ -204,7 +205,7 @@ void q8_kernel_avx512_vnni(const q8_act_row *x, int32_t blocks, const q8_panel *
             acc[i][1] = _mm512_fmadd_ps(o1, sum_x, acc[i][1]);
         }
     }
-    for (int i = 0; i < n_rows; i++)
+    UNROLL for (int i = 0; i < Q8_R; i++) if (i < n_rows)
         store_row(y + (size_t)i * ldy, acc[i][0], acc[i][1], n_cols, accumulate);
 }
 
