@@ -4,7 +4,8 @@
  *
  *   1. Kᵀ of every key (cached rows, then the batch's) packed in panels of
  *      32 keys per KV head, so that a row's scores over any run of keys are
- *      the f32 kernel's (kernels.h): score = chain of fmas over head_dim.
+ *      the f32 kernel's (kernels.h): score = chain of fmas over head_dim;
+ *      and V in the same key order, by panels of 32 of head_dim.
  *   2. Per block and query head, per piece of rows: the scores over the
  *      shared keys (cached and prefix) and over the piece's own keys, laid
  *      out in key order in one row; scaled by 1/sqrt(head_dim); masked to
@@ -35,19 +36,26 @@ typedef struct {
     float scale;
 } attn_io;
 
-/* Kᵀ of KV head g, panel p: keys [32p, 32p + 32) (cached rows first, then
- * the batch; zeros past the last key). */
-static void pack_keys(const attn_plan *p, const attn_io *io, int32_t g, int32_t panel)
+/* Keys [32p, 32p + 32) of KV head g (cached rows first, then the batch;
+ * zeros past the last key): Kᵀ into keys_t, and V into values by panels of
+ * 32 of head_dim, so that P · V streams 128 contiguous bytes per key where
+ * the rows of V lie a whole KV width apart (4 KiB on Qwen3-0.6B: every key
+ * in the same L1 set). */
+static void pack_kv(const attn_plan *p, const attn_io *io, int32_t g, int32_t panel)
 {
     const int32_t hd = p->geo.head_dim, c = p->cached, n = c + p->n_rows;
-    float *dst = p->keys_t + ((size_t)g * p->key_panels + panel) * hd * 32;
+    const size_t n_keys = (size_t)p->key_panels * 32;
+    float *kt = p->keys_t + ((size_t)g * p->key_panels + panel) * hd * 32;
     for (int32_t j = 0; j < 32; j++) {
         const int32_t key = panel * 32 + j;
-        const float *src = key < c   ? io->ck + (size_t)key * io->kv_stride + (size_t)g * hd
-                           : key < n ? io->k + (size_t)(key - c) * io->kv_stride + (size_t)g * hd
-                                     : NULL;
+        const size_t at = (size_t)(key < c ? key : key - c) * io->kv_stride + (size_t)g * hd;
+        const float *k = key < c ? io->ck + at : key < n ? io->k + at : NULL;
+        const float *v = key < c ? io->cv + at : key < n ? io->v + at : NULL;
         for (int32_t d = 0; d < hd; d++)
-            dst[(size_t)d * 32 + j] = src ? src[d] : 0.0f;
+            kt[(size_t)d * 32 + j] = k ? k[d] : 0.0f;
+        for (int32_t d = 0; d < hd; d++)
+            p->values[(((size_t)g * p->value_panels + d / 32) * n_keys + key) * 32 + d % 32] =
+                v ? v[d] : 0.0f;
     }
 }
 
@@ -80,15 +88,20 @@ static void scores(const attn_plan *p, const float *q, size_t ldq, int32_t n_row
     }
 }
 
-/* out rows (+= in the chain) P · V over n_keys keys whose values start at
- * v: resumes each output element's chain when resume. */
+/* out rows (+= in the chain) P · V over keys [first, first + n_keys) of
+ * KV head g: resumes each output element's chain when resume. */
 static void weighted_values(const attn_plan *p, const attn_io *io, const float *prob, size_t ldp,
-                            int32_t n_rows, int32_t n_keys, const float *v, float *out, bool resume)
+                            int32_t n_rows, int32_t g, int32_t first, int32_t n_keys, float *out,
+                            bool resume)
 {
     const int32_t hd = p->geo.head_dim;
-    for (int32_t c = 0; c < hd; c += 32)
-        kernel_rows(p, prob, ldp, n_rows, n_keys, v + c, (size_t)io->kv_stride, out + c,
-                    (size_t)io->q_stride, hd - c < 32 ? hd - c : 32, resume);
+    const size_t n_panel_keys = (size_t)p->key_panels * 32;
+    for (int32_t c = 0; c < hd; c += 32) {
+        const float *v =
+            p->values + (((size_t)g * p->value_panels + c / 32) * n_panel_keys + first) * 32;
+        kernel_rows(p, prob, ldp, n_rows, n_keys, v, 32, out + c, (size_t)io->q_stride,
+                    hd - c < 32 ? hd - c : 32, resume);
+    }
 }
 
 /* Softmax in place over the first `visible` of a row's scores (already
@@ -108,15 +121,13 @@ static void attend(const attn_plan *p, const attn_io *io, int32_t h, int32_t g, 
                    int32_t n_rows, const float *prob, size_t ldp, int32_t n_prefix, int32_t own0,
                    int32_t n_own)
 {
-    const int32_t c = p->cached, hd = p->geo.head_dim;
-    float *out = io->out + (size_t)a * io->q_stride + (size_t)h * hd;
-    const size_t kv_off = (size_t)g * hd;
-    if (c) weighted_values(p, io, prob, ldp, n_rows, c, io->cv + kv_off, out, false);
-    if (n_prefix)
-        weighted_values(p, io, prob + c, ldp, n_rows, n_prefix, io->v + kv_off, out, c > 0);
+    const int32_t c = p->cached;
+    float *out = io->out + (size_t)a * io->q_stride + (size_t)h * p->geo.head_dim;
+    if (c) weighted_values(p, io, prob, ldp, n_rows, g, 0, c, out, false);
+    if (n_prefix) weighted_values(p, io, prob + c, ldp, n_rows, g, c, n_prefix, out, c > 0);
     if (n_own)
-        weighted_values(p, io, prob + c + n_prefix, ldp, n_rows, n_own,
-                        io->v + (size_t)own0 * io->kv_stride + kv_off, out, c + n_prefix > 0);
+        weighted_values(p, io, prob + c + n_prefix, ldp, n_rows, g, c + own0, n_own, out,
+                        c + n_prefix > 0);
 }
 
 /* One block, one query head h (kv head g), segment mode. */
@@ -193,7 +204,7 @@ void attn_run(const attn_plan *p, const float *q, const float *k, const float *v
     const int64_t n_panels = (int64_t)geo->n_kv_heads * p->key_panels;
 #pragma omp parallel for schedule(static) num_threads(p->n_threads)
     for (int64_t w = 0; w < n_panels; w++)
-        pack_keys(p, &io, (int32_t)(w / p->key_panels), (int32_t)(w % p->key_panels));
+        pack_kv(p, &io, (int32_t)(w / p->key_panels), (int32_t)(w % p->key_panels));
     const size_t per_thread = p->scratch_floats;
     const int64_t n_work = (int64_t)p->n_blocks * geo->n_kv_heads;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(p->n_threads)

@@ -88,9 +88,11 @@ static lms_status finish_plan(attn_plan *p, attn_plan **out, lms_error *err)
     p->scratch_floats = thread_scratch_floats(p);
     p->scratch = lms_alloc((size_t)p->n_threads * p->scratch_floats * sizeof(float));
     p->key_panels = (p->cached + p->n_rows + 31) / 32;
-    p->keys_t =
-        lms_alloc((size_t)p->geo.n_kv_heads * p->key_panels * p->geo.head_dim * 32 * sizeof(float));
-    if (!p->scratch || !p->keys_t) {
+    p->value_panels = (p->geo.head_dim + 31) / 32;
+    const size_t kv_panels = (size_t)p->geo.n_kv_heads * p->key_panels;
+    p->keys_t = lms_alloc(kv_panels * p->geo.head_dim * 32 * sizeof(float));
+    p->values = lms_alloc(kv_panels * p->value_panels * 32 * 32 * sizeof(float));
+    if (!p->scratch || !p->keys_t || !p->values) {
         attn_plan_free(p);
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for attention scratch");
     }
@@ -180,5 +182,6 @@ void attn_plan_free(attn_plan *p)
     lms_free(p->mask);
     lms_free(p->scratch);
     lms_free(p->keys_t);
+    lms_free(p->values);
     free(p);
 }
