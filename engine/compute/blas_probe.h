@@ -21,12 +21,22 @@ typedef struct {
     int32_t k, n;
 } blas_probe_shape;
 
-/* Rows per block of work for a period P — a projection tile's rows
- * (matmul.h) and an attention block's (attention.h): the smallest multiple
- * of P that is at least 384. */
+/* Rows of a projection tile for a period P (matmul.h): the smallest
+ * multiple of P that is at least 384. */
 static inline int32_t blas_block_rows(int32_t period)
 {
     return (384 + period - 1) / period * period;
+}
+
+/* Rows of an attention block (attention.h) for a period P: the smallest
+ * multiple of P that is at least ATTN_BLOCK_ROWS_MIN. A block of the causal
+ * prefix scores its rows against every key up to its last row, so it
+ * computes about block/2 masked scores per row: small blocks waste less,
+ * and attention runs no BLAS, so nothing else sets their size. */
+#define ATTN_BLOCK_ROWS_MIN 128
+static inline int32_t attn_block_rows(int32_t period)
+{
+    return (ATTN_BLOCK_ROWS_MIN + period - 1) / period * period;
 }
 
 /* The smallest period P (from 1 up to 256) such that, for every probed shape

@@ -136,8 +136,8 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
     e->row_period = 1;
     if (n_shapes) st = blas_row_period(shapes, n_shapes, &e->row_period, err);
     if (st != LMS_OK) goto fail;
-    e->tune.block_rows = blas_block_rows(e->row_period);
-    matmul_config_init(&e->tune.matmul, &cpu, e->opt.avx2_only, e->tune.block_rows);
+    e->tune.block_rows = attn_block_rows(e->row_period);
+    matmul_config_init(&e->tune.matmul, &cpu, e->opt.avx2_only, blas_block_rows(e->row_period));
 
     e->cache = prefix_cache_create(e->opt.prefix_cache_bytes);
     if (!e->cache) {

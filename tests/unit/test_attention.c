@@ -162,7 +162,7 @@ static void run_layout(const attn_layout *l, int32_t block_rows, const tier *k, 
  * tier: all within 1e-5 of the reference, all the same bits. */
 static void check_batch(const batch *b, int32_t period, uint64_t seed)
 {
-    const int32_t br = blas_block_rows(period), t = b->n_rows;
+    const int32_t br = attn_block_rows(period), t = b->n_rows;
     float *q = malloc((size_t)t * Q_DIM * sizeof *q);
     float *k = malloc((size_t)t * KV_DIM * sizeof *k);
     float *v = malloc((size_t)t * KV_DIM * sizeof *v);

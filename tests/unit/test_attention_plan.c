@@ -73,7 +73,7 @@ static attn_plan *plan_of(const layout_spec *s, bool dense, int32_t cached)
 {
     attn_layout l = as_layout(s, dense);
     attn_geometry geo = {
-        4, 2, HEAD_DIM, blas_block_rows(s->period), f32_kernel_generic, F32_ROWS_GENERIC};
+        4, 2, HEAD_DIM, attn_block_rows(s->period), f32_kernel_generic, F32_ROWS_GENERIC};
     attn_plan *p = (attn_plan *)1;
     lms_error err = {0};
     if (attn_plan_create(&l, &geo, cached, &p, &err) != LMS_OK)
@@ -262,13 +262,13 @@ static uint64_t next_rand(uint64_t *state)
     return *state >> 33;
 }
 
-/* Edge cases around block_rows (384 at each of these periods). */
+/* Edge cases around block_rows (attn_block_rows: 128 at periods 1 and 2, 132 at 12, 144 at 48). */
 static void test_edges_of_a_block(void **state)
 {
     (void)state;
     const int32_t periods[] = {1, 2, 12, 48};
     for (size_t pi = 0; pi < sizeof periods / sizeof *periods; pi++) {
-        const int32_t p = periods[pi], br = blas_block_rows(p);
+        const int32_t p = periods[pi], br = attn_block_rows(p);
         layout_spec s;
         const int32_t one[] = {1};
         const int32_t lens[][3] = {

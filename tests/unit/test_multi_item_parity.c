@@ -34,7 +34,7 @@ static void check_against_serial(lms_engine *e, const lms_score_request *req, co
     lms_score_result_free(&ser);
 }
 
-/* Attention blocks are at least 384 rows (blas_block_rows). The shapes give:
+/* Attention blocks are at least 128 rows (attn_block_rows). The shapes give:
  * a one-token query; empty items (scored at the query's last row); the
  * softmax over labels; short items grouped into more than one block; a query
  * longer than a block (the prefix in two blocks, and serial sequences cut
