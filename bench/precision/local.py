@@ -1,6 +1,7 @@
 """local.py — what the precision benchmark's parts share: seeded requests of
 random token ids, one lmscore-local run (its JSON and the process's peak
-RSS), and the environment that picks OpenBLAS's kernel."""
+RSS), the environment that picks OpenBLAS's kernel, and the geometry's
+useful FLOPs."""
 import json
 import os
 import random
@@ -10,6 +11,18 @@ import sys
 # Random ids below 151,643 are ordinary tokens of the Qwen3 tokenizer that
 # every benchmark model here carries.
 VOCAB = 151643
+# Useful FLOPs of the Qwen3-0.6B geometry (bench/engine/flops.c): the
+# projections per row, attention per visible (query, key) pair, the LM head
+# per scored row.
+PROJECTION_FLOPS_PER_ROW = 880.8e6
+ATTENTION_FLOPS_PER_PAIR = 229376
+HEAD_FLOPS_PER_ROW = 311.2e6
+
+
+def useful_flops(tokens):
+    """One sequence of tokens rows, causal, one scored row."""
+    return (tokens * PROJECTION_FLOPS_PER_ROW + tokens * (tokens + 1) // 2 *
+            ATTENTION_FLOPS_PER_PAIR + HEAD_FLOPS_PER_ROW)
 
 
 def write_request(path, query_tokens, n_items, item_tokens, n_labels, seed):

@@ -9,7 +9,7 @@
 # Needs the models-precision target (made by `make bench`). Writes its
 # requests, precision_speed.csv and the plot precision_speed.png (speed.gp)
 # to BUILD_DIR/bench-results/precision/, and prints Markdown. PRECISION_PARTS
-# (default "accuracy speed startup") picks parts, PRECISION_WORKLOADS the
+# (default "accuracy speed forward startup") picks parts, PRECISION_WORKLOADS the
 # speed workloads (speed.py); a speed run of the default workloads copies
 # the CSV and the plot to docs/bench/.
 set -eu
@@ -19,7 +19,7 @@ out=$build/bench-results/precision
 mkdir -p "$out"
 echo "precision benchmark: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')," \
     "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}, $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u '+%Y-%m-%d %H:%M UTC')"
-for part in ${PRECISION_PARTS:-accuracy speed startup}; do
+for part in ${PRECISION_PARTS:-accuracy speed forward startup}; do
     case $part in
     speed)
         python3 "$here/speed.py" "$build" "$out" ${PRECISION_WORKLOADS:+"$PRECISION_WORKLOADS"}

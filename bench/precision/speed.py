@@ -25,9 +25,6 @@ ROUNDS = int(os.environ.get("PRECISION_ROUNDS", "1"))
 WORKLOAD_SHAPES = {"a": (300, 10, 20), "q200": (200, 20, 20), "b": (2000, 64, 20),
                    "c": (2000, 500, 20)}
 STORED = {"f32": "f32", "bf16": "bf16", "int8": "q8_0"}
-# FLOPs of Qwen3-0.6B's projections per row (bench/engine/flops.c): what
-# f32 spends in OpenBLAS tiles.
-PROJECTION_FLOPS_PER_ROW = 880.8e6
 
 
 def configurations(flags):
@@ -56,12 +53,12 @@ def sgemm_rates(kernels):
 def fragility(best, rates, rows):
     """f32 under Haswell against SkylakeX: the time ratio, the tile sgemm
     rates' ratio, and the Haswell time the tile rate predicts when only the
-    projections (rows × PROJECTION_FLOPS_PER_ROW on two threads, each at the
+    projections (rows × local.PROJECTION_FLOPS_PER_ROW on two threads, each at the
     one-thread tile rate) slow down."""
     hs, sx = best["f32 (Haswell)"]["seconds"], best["f32 (SkylakeX)"]["seconds"]
     avx2 = best["f32 (Haswell; AVX2 tier)"]["seconds"]
     r_hs, r_sx = rates["Haswell"]["tile_gflops"], rates["SkylakeX"]["tile_gflops"]
-    predicted = sx + rows * PROJECTION_FLOPS_PER_ROW * (1 / r_hs - 1 / r_sx) * 1e-9 / 2
+    predicted = sx + rows * local.PROJECTION_FLOPS_PER_ROW * (1 / r_hs - 1 / r_sx) * 1e-9 / 2
     print("\nf32 under Haswell against SkylakeX: %.2f× the time (with the AVX2 tier: %.2f×) for "
           "a %.2f× lower tile sgemm rate (full-size sgemm: %.2f×); the tile rates predict "
           "%.2f s for Haswell (%d rows), measured %.2f s."
