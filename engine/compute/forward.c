@@ -117,9 +117,9 @@ lms_status forward_run(const lms_model *m, const forward_tuning *tune, const for
         }
         const lms_layer_weights *w = &m->layers[l];
         rmsnorm_rows(h, x, t, w->attn_norm, d, c->rms_eps);
-        matmul(mm, &w->wq, h, t, MATMUL_STORE, q, scratch);
-        matmul(mm, &w->wk, h, t, MATMUL_STORE, k, scratch);
-        matmul(mm, &w->wv, h, t, MATMUL_STORE, v, scratch);
+        const matmul_product qkv[] = {
+            {&w->wq, q, MATMUL_STORE}, {&w->wk, k, MATMUL_STORE}, {&w->wv, v, MATMUL_STORE}};
+        matmul_many(mm, qkv, 3, h, t, scratch);
         add_bias(q, t, w->bq, qd);
         add_bias(k, t, w->bk, kvd);
         add_bias(v, t, w->bv, kvd);
@@ -135,8 +135,9 @@ lms_status forward_run(const lms_model *m, const forward_tuning *tune, const for
         matmul(mm, &w->wo, att, t, MATMUL_ACCUMULATE, x, scratch);
 
         rmsnorm_rows(h, x, t, w->ffn_norm, d, c->rms_eps);
-        matmul(mm, &w->w_gate, h, t, MATMUL_STORE, gate, scratch);
-        matmul(mm, &w->w_up, h, t, MATMUL_STORE, up, scratch);
+        const matmul_product gate_up[] = {{&w->w_gate, gate, MATMUL_STORE},
+                                          {&w->w_up, up, MATMUL_STORE}};
+        matmul_many(mm, gate_up, 2, h, t, scratch);
 #pragma omp parallel for PARALLEL_IF(t, ff * 4)
         for (int32_t r = 0; r < t; r++)
             vec_swiglu(gate + (size_t)r * ff, up + (size_t)r * ff, (size_t)ff);

@@ -67,18 +67,17 @@ void matmul_scratch_free(matmul_scratch *s)
     free(s);
 }
 
-void matmul_prepare(const matmul_config *cfg, const lms_weights *w, const float *x, int32_t rows,
-                    matmul_scratch *s, matmul_input *in)
+/* x quantised into s (kernels.h), with the blocks' sums when with_sums. */
+static void quantize_rows(const matmul_config *cfg, const float *x, int32_t rows, int32_t k,
+                          bool with_sums, matmul_scratch *s, matmul_input *in)
 {
-    *in = (matmul_input){.x = x, .rows = rows, .k = w->k};
-    if (w->format != LMS_WEIGHTS_Q8) return;
-    const int32_t blocks = lms_weights_blocks(w), k = w->k;
+    const int32_t blocks = (k + LMS_Q8_BLOCK - 1) / LMS_Q8_BLOCK;
 #pragma omp parallel for if ((int64_t)rows * k >= QUANTIZE_PARALLEL_MIN)
     for (int32_t r = 0; r < rows; r++) {
         const size_t first = (size_t)r * blocks;
         cfg->q8_quantize(x + (size_t)r * k, k, blocks, s->codes + first * 2 * LMS_Q8_BLOCK,
                          s->scales + first, s->comp + first * 2);
-        if (!w->offset16) continue;
+        if (!with_sums) continue;
         /* comp = -128 × the half blocks' sums: exact, and so is the float */
         for (int32_t b = 0; b < blocks; b++)
             s->sums[first + b] =
@@ -89,6 +88,13 @@ void matmul_prepare(const matmul_config *cfg, const lms_weights *w, const float 
     in->scales = s->scales;
     in->comp = s->comp;
     in->sums = s->sums;
+}
+
+void matmul_prepare(const matmul_config *cfg, const lms_weights *w, const float *x, int32_t rows,
+                    matmul_scratch *s, matmul_input *in)
+{
+    *in = (matmul_input){.x = x, .rows = rows, .k = w->k};
+    if (w->format == LMS_WEIGHTS_Q8) quantize_rows(cfg, x, rows, w->k, w->offset16, s, in);
 }
 
 static void block_w16(const matmul_config *cfg, const lms_weights *w, const matmul_input *in,
@@ -171,22 +177,42 @@ static int32_t ceil_div(int32_t a, int32_t b)
     return (a + b - 1) / b;
 }
 
+void matmul_many(const matmul_config *cfg, const matmul_product *p, int n, const float *x,
+                 int32_t rows, matmul_scratch *s)
+{
+    const int32_t k = p[0].w->k, row_tile = cfg->row_tile, row_tiles = ceil_div(rows, row_tile);
+    matmul_input in = {.x = x, .rows = rows, .k = k};
+    bool q8 = false, sums = false;
+    int64_t first_tile[MATMUL_MAX_PRODUCTS + 1] = {0};
+    for (int i = 0; i < n; i++) {
+        q8 |= p[i].w->format == LMS_WEIGHTS_Q8;
+        sums |= p[i].w->format == LMS_WEIGHTS_Q8 && p[i].w->offset16;
+        first_tile[i + 1] =
+            first_tile[i] + (int64_t)row_tiles * ceil_div(p[i].w->n, MATMUL_COL_TILE);
+    }
+    if (q8) quantize_rows(cfg, x, rows, k, sums, s, &in);
+        /* Always inside a parallel region, even for one tile: OpenBLAS runs
+         * single-threaded there, so every F32 tile is computed the same way. */
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t t = 0; t < first_tile[n]; t++) {
+        int i = 0;
+        while (t >= first_tile[i + 1])
+            i++;
+        const lms_weights *w = p[i].w;
+        const int32_t n_cols = w->n, col_tiles = ceil_div(n_cols, MATMUL_COL_TILE);
+        const int64_t tile = t - first_tile[i];
+        const int32_t r0 = (int32_t)(tile / col_tiles) * row_tile;
+        const int32_t c0 = (int32_t)(tile % col_tiles) * MATMUL_COL_TILE;
+        const int32_t r1 = rows - r0 < row_tile ? rows : r0 + row_tile;
+        const int32_t c1 = n_cols - c0 < MATMUL_COL_TILE ? n_cols : c0 + MATMUL_COL_TILE;
+        matmul_block(cfg, w, &in, r0, r1, c0, c1, p[i].y + (size_t)r0 * n_cols + c0, (size_t)n_cols,
+                     p[i].mode);
+    }
+}
+
 void matmul(const matmul_config *cfg, const lms_weights *w, const float *x, int32_t rows,
             matmul_mode mode, float *y, matmul_scratch *s)
 {
-    matmul_input in;
-    matmul_prepare(cfg, w, x, rows, s, &in);
-    const int32_t n = w->n, row_tile = cfg->row_tile;
-    const int32_t col_tiles = ceil_div(n, MATMUL_COL_TILE);
-    const int64_t tiles = (int64_t)ceil_div(rows, row_tile) * col_tiles;
-    /* Always inside a parallel region, even for one tile: OpenBLAS runs
-     * single-threaded there, so every F32 tile is computed the same way. */
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t t = 0; t < tiles; t++) {
-        const int32_t r0 = (int32_t)(t / col_tiles) * row_tile;
-        const int32_t c0 = (int32_t)(t % col_tiles) * MATMUL_COL_TILE;
-        const int32_t r1 = rows - r0 < row_tile ? rows : r0 + row_tile;
-        const int32_t c1 = n - c0 < MATMUL_COL_TILE ? n : c0 + MATMUL_COL_TILE;
-        matmul_block(cfg, w, &in, r0, r1, c0, c1, y + (size_t)r0 * n + c0, (size_t)n, mode);
-    }
+    const matmul_product p = {w, y, mode};
+    matmul_many(cfg, &p, 1, x, rows, s);
 }

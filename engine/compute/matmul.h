@@ -13,8 +13,8 @@
  *
  * F16/BF16 and Q8 tiles run the kernels of kernels.h, which compute every
  * element by a sequence of operations fixed by its row alone; x is
- * quantised for Q8 once per call, per row and block of 32, to 15 bits in two
- * int8 codes (matmul_prepare, kernels.h).
+ * quantised for Q8 once per call (for all the call's products), per row and
+ * block of 32, to 15 bits in two int8 codes (kernels.h).
  */
 #ifndef LMS_MATMUL_H
 #define LMS_MATMUL_H
@@ -85,5 +85,20 @@ void matmul_block(const matmul_config *cfg, const lms_weights *w, const matmul_i
  * parallel. s: room for rows × w->k (only Q8 uses it). */
 void matmul(const matmul_config *cfg, const lms_weights *w, const float *x, int32_t rows,
             matmul_mode mode, float *y, matmul_scratch *s);
+
+/* One product of matmul_many: y (=|+=) x · Wᵀ. */
+typedef struct {
+    const lms_weights *w;
+    float *y;
+    matmul_mode mode;
+} matmul_product;
+
+#define MATMUL_MAX_PRODUCTS 3
+
+/* matmul for n (≤ MATMUL_MAX_PRODUCTS) products of the same x (every w of
+ * the same k, formats free): x is quantised once for all, and the tiles of
+ * all run in one parallel loop. Each element gets the bits matmul gives it. */
+void matmul_many(const matmul_config *cfg, const matmul_product *p, int n, const float *x,
+                 int32_t rows, matmul_scratch *s);
 
 #endif

@@ -361,6 +361,72 @@ static void test_kernels_are_the_reference(void **state)
     free(wrows);
 }
 
+/* matmul_many: products of one x in several formats (Q8 with offsets, Q8
+ * with half-block scales, F16, F32), stored and accumulated, give each
+ * element the bits its own matmul call gives, on every tier, with rows over
+ * several row tiles (the first product needs no quantised x, the last
+ * one the blocks' sums). */
+static void test_many_products_equal_single_calls(void **state)
+{
+    (void)state;
+    matmul_config tier[2];
+    const int n_tiers = tier_configs(tier);
+    const struct {
+        lms_dtype type;
+        lms_weights_format format;
+        int32_t n;
+    } cases[] = {{LMS_DTYPE_F16, LMS_WEIGHTS_F16, 33},
+                 {LMS_DTYPE_Q6_K, LMS_WEIGHTS_Q8, 40},
+                 {LMS_DTYPE_Q4_1, LMS_WEIGHTS_Q8, 77}};
+    enum { N = 3, K = 256, MAX_ROWS = 30, MAX_N = 77 };
+    uint64_t seed = 17;
+    float v[MAX_N * K], x[MAX_ROWS * K];
+    float *many[N], *one = malloc((size_t)MAX_ROWS * MAX_N * sizeof *one);
+    void *buffers[N];
+    lms_weights w[N];
+    unsigned char *src[N];
+    for (size_t i = 0; i < (size_t)MAX_ROWS * K; i++)
+        x[i] = uniform(&seed) * (i % 7 == 0 ? 5.0f : 1.0f);
+    for (int p = 0; p < N; p++) {
+        for (size_t i = 0; i < (size_t)cases[p].n * K; i++)
+            v[i] = uniform(&seed);
+        src[p] = lms_dtype_block_elements(cases[p].type) > 1
+                     ? random_blocks(cases[p].type, cases[p].n, K, 31 + p, false)
+                     : store(cases[p].type, v, cases[p].n, K);
+        w[p] = pack(cases[p].type, src[p], cases[p].format, cases[p].n, K, &buffers[p]);
+        many[p] = malloc((size_t)MAX_ROWS * MAX_N * sizeof *many[p]);
+        assert_non_null(many[p]);
+    }
+    matmul_scratch *s = matmul_scratch_create(MAX_ROWS, K);
+    assert_true(s && one);
+    for (int ti = 0; ti < n_tiers; ti++)
+        for (int32_t rows = 1; rows <= MAX_ROWS; rows += 29) {
+            matmul_product products[N];
+            for (int p = 0; p < N; p++) {
+                products[p] =
+                    (matmul_product){&w[p], many[p], p == 1 ? MATMUL_ACCUMULATE : MATMUL_STORE};
+                for (size_t i = 0; i < (size_t)rows * w[p].n; i++)
+                    many[p][i] = (float)i * 0.5f;
+            }
+            matmul_many(&tier[ti], products, N, x, rows, s);
+            for (int p = 0; p < N; p++) {
+                for (size_t i = 0; i < (size_t)rows * w[p].n; i++)
+                    one[i] = (float)i * 0.5f;
+                matmul(&tier[ti], &w[p], x, rows, products[p].mode, one, s);
+                if (memcmp(one, many[p], (size_t)rows * w[p].n * sizeof *one))
+                    fail_msg("product %d (%s) on %s, %d rows: differs from its own call", p,
+                             lms_dtype_name(cases[p].type), tier[ti].w16_tier, rows);
+            }
+        }
+    matmul_scratch_free(s);
+    for (int p = 0; p < N; p++) {
+        lms_free(buffers[p]);
+        free(src[p]);
+        free(many[p]);
+    }
+    free(one);
+}
+
 /* The activation quantiser on every tier against its definition
  * (kernels.h), with zeros, NaN, huge values and a short last block. */
 static void test_quantiser(void **state)
@@ -446,6 +512,7 @@ int main(void)
         cmocka_unit_test(test_packed_values),
         cmocka_unit_test(test_packed_block_values),
         cmocka_unit_test(test_kernels_are_the_reference),
+        cmocka_unit_test(test_many_products_equal_single_calls),
         cmocka_unit_test(test_quantiser),
         cmocka_unit_test(test_quantiser_precision),
     };
