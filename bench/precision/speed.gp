@@ -8,9 +8,9 @@ set title "lmscore engine, qwen3-0.6b geometry: items/s by precision (higher is 
 set ylabel "items/s (log scale)"
 set logscale y
 set grid ytics mytics
-set key outside right top
+set key outside below horizontal maxrows 2
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.85 border -1
-set bmargin 5
+set bmargin 7
 plot for [i=2:*] csv using i:xticlabels(1) title columnheader(i)
