@@ -5,15 +5,18 @@
 
 #include <stdio.h>
 
-/* The fixed cost of one forward pass, in rows of linear-layer work. OpenBLAS
- * packs every weight matrix again on every call, so a pass costs about as
- * much as this many extra rows whatever its size. Measured on Qwen3-0.6B
- * geometry: a 200-row extend took 7.0 s and a 500-row packed pass 11.6 s
- * (lmscore-local --repeat 2 on workload (a) of make bench), i.e. time ∝
- * rows + 257. */
-#define PASS_COST_ROWS 256.0
-/* The dense baseline computes its T² scores with vector dot products rather
- * than sgemm: each of its FLOPs costs about this many sgemm FLOPs. */
+/* The fixed cost of one forward pass, in rows of linear-layer work: the
+ * per-layer steps whose cost does not grow with the rows (packing K and V,
+ * thread start-up, the LM head's row). Measured on the Qwen3-0.6B geometry
+ * with single sequences of 16, 64, 256 and 512 rows (lmscore-local --repeat
+ * 3, OPENBLAS_CORETYPE=SkylakeX), as the intercept of time against rows: 8-16
+ * rows at int8, 17-47 at f32. It decides one thing: whether the query once
+ * (prefill_extend, one pass more) beats the query repeated per pack
+ * (packed_segment) when the items need several packs. */
+#define PASS_COST_ROWS 32.0
+/* The dense baseline computes every one of a pack's T² scores and gathers
+ * the visible ones through the T×T mask, row by row: its FLOPs are weighted
+ * so that auto picks it only where every algorithm costs about the same. */
 #define DENSE_FLOP_PENALTY 4.0
 
 typedef struct {
