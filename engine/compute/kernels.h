@@ -43,6 +43,8 @@ typedef struct {
                           * block, values 0-15 and 16-31 (for u8·s8 dot products) */
     const float *sum;    /* [blocks]: scale · the block's sum of 128 · hi + lo (x's block
                           * sum as quantised), for matrices with offsets */
+    const int16_t *wide; /* [blocks × LMS_Q8_BLOCK]: 128 · hi + lo, for the kernels that
+                          * multiply 16-bit words (q8_kernel_avx2); else NULL */
 } q8_act_row;
 
 /* One panel of a Q8 matrix (weights.h), each array at the panel's first

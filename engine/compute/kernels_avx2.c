@@ -122,7 +122,7 @@ INLINE __m256 widen_i8(const int8_t *p)
 
 /* Per row, the exact sums of code_w · (128 · hi + lo) over groups [g0, g1)
  * of a block, for the 8 columns of a slice in column order (wb: the
- * slice's codes in the block; x's at offset xo of each row). */
+ * slice's codes in the block; x's wide codes at offset xo of each row). */
 INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, size_t xo, int g0, int g1,
                     __m256i sums[Q8_R])
 {
@@ -138,14 +138,9 @@ INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, size_t xo, int g0, i
         UNROLL for (int i = 0; i < Q8_R; i++)
         {
             /* the 4 values' 15-bit codes 128 · hi + lo, as 16-bit words */
-            const int8_t *xc = x[i].codes + xo + 4 * g;
-            int32_t quad_hi, quad_lo;
-            memcpy(&quad_hi, xc, sizeof quad_hi);
-            memcpy(&quad_lo, xc + LMS_Q8_BLOCK, sizeof quad_lo);
-            const __m128i x16 =
-                _mm_add_epi16(_mm_slli_epi16(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(quad_hi)), 7),
-                              _mm_cvtepi8_epi16(_mm_cvtsi32_si128(quad_lo)));
-            const __m256i xb = _mm256_broadcastq_epi64(x16);
+            int64_t quad;
+            memcpy(&quad, x[i].wide + xo + 4 * g, sizeof quad);
+            const __m256i xb = _mm256_set1_epi64x(quad);
             lo[i] = _mm256_add_epi32(lo[i], _mm256_madd_epi16(w_lo, xb));
             hi[i] = _mm256_add_epi32(hi[i], _mm256_madd_epi16(w_hi, xb));
         }
@@ -162,7 +157,7 @@ INLINE void q8_part(__m256 acc[Q8_R], const q8_act_row *x, int32_t b, const uint
                     int g1, __m256 d, const int8_t *sc)
 {
     __m256i sums[Q8_R];
-    q8_sums(x, wb, (size_t)b * 2 * LMS_Q8_BLOCK, g0, g1, sums);
+    q8_sums(x, wb, (size_t)b * LMS_Q8_BLOCK, g0, g1, sums);
     const __m256 s = sc ? _mm256_mul_ps(d, widen_i8(sc)) : d;
     UNROLL for (int i = 0; i < Q8_R; i++) acc[i] = _mm256_fmadd_ps(
         _mm256_cvtepi32_ps(sums[i]), _mm256_mul_ps(s, _mm256_set1_ps(x[i].scale[b])), acc[i]);

@@ -17,6 +17,7 @@ struct matmul_scratch {
     float *scales;
     int32_t *comp;
     float *sums;
+    int16_t *wide;
 };
 
 void matmul_config_init(matmul_config *cfg, const lms_cpu_features *cpu, bool avx2_only,
@@ -39,6 +40,7 @@ void matmul_config_init(matmul_config *cfg, const lms_cpu_features *cpu, bool av
     cfg->q8 = vnni ? q8_kernel_avx512_vnni : q8_kernel_avx2;
     cfg->q8_rows = vnni ? Q8_ROWS_AVX512 : Q8_ROWS_AVX2;
     cfg->q8_quantize = avx512 ? q8_quantize_avx512 : q8_quantize_avx2;
+    cfg->q8_wide = !vnni;
 }
 
 matmul_scratch *matmul_scratch_create(int32_t rows, int32_t max_k)
@@ -50,7 +52,8 @@ matmul_scratch *matmul_scratch_create(int32_t rows, int32_t max_k)
     s->scales = lms_alloc(blocks * sizeof *s->scales);
     s->comp = lms_alloc(blocks * 2 * sizeof *s->comp);
     s->sums = lms_alloc(blocks * sizeof *s->sums);
-    if (!s->codes || !s->scales || !s->comp || !s->sums) {
+    s->wide = lms_alloc(blocks * LMS_Q8_BLOCK * sizeof *s->wide);
+    if (!s->codes || !s->scales || !s->comp || !s->sums || !s->wide) {
         matmul_scratch_free(s);
         return NULL;
     }
@@ -64,6 +67,7 @@ void matmul_scratch_free(matmul_scratch *s)
     lms_free(s->scales);
     lms_free(s->comp);
     lms_free(s->sums);
+    lms_free(s->wide);
     free(s);
 }
 
@@ -75,8 +79,16 @@ static void quantize_rows(const matmul_config *cfg, const float *x, int32_t rows
 #pragma omp parallel for if ((int64_t)rows * k >= QUANTIZE_PARALLEL_MIN)
     for (int32_t r = 0; r < rows; r++) {
         const size_t first = (size_t)r * blocks;
-        cfg->q8_quantize(x + (size_t)r * k, k, blocks, s->codes + first * 2 * LMS_Q8_BLOCK,
-                         s->scales + first, s->comp + first * 2);
+        int8_t *codes = s->codes + first * 2 * LMS_Q8_BLOCK;
+        cfg->q8_quantize(x + (size_t)r * k, k, blocks, codes, s->scales + first,
+                         s->comp + first * 2);
+        /* once per row here rather than per panel in the kernel */
+        if (cfg->q8_wide)
+            for (int32_t b = 0; b < blocks; b++)
+                for (int32_t j = 0; j < LMS_Q8_BLOCK; j++)
+                    s->wide[(first + b) * LMS_Q8_BLOCK + j] =
+                        (int16_t)(128 * codes[b * 2 * LMS_Q8_BLOCK + j] +
+                                  codes[b * 2 * LMS_Q8_BLOCK + LMS_Q8_BLOCK + j]);
         if (!with_sums) continue;
         /* comp = -128 × the half blocks' sums: exact, and so is the float */
         for (int32_t b = 0; b < blocks; b++)
@@ -88,6 +100,7 @@ static void quantize_rows(const matmul_config *cfg, const float *x, int32_t rows
     in->scales = s->scales;
     in->comp = s->comp;
     in->sums = s->sums;
+    in->wide = cfg->q8_wide ? s->wide : NULL;
 }
 
 void matmul_prepare(const matmul_config *cfg, const lms_weights *w, const float *x, int32_t rows,
@@ -142,7 +155,8 @@ static void block_q8(const matmul_config *cfg, const lms_weights *w, const matmu
                 const size_t row = (size_t)(r + i < r1 ? r + i : r1 - 1);
                 x[i] = (q8_act_row){in->codes + row * blocks * 2 * LMS_Q8_BLOCK,
                                     in->scales + row * blocks, in->comp + row * blocks * 2,
-                                    in->sums + row * blocks};
+                                    in->sums + row * blocks,
+                                    in->wide ? in->wide + row * blocks * LMS_Q8_BLOCK : NULL};
             }
             const int32_t n_rows = r1 - r < rows_per_call ? r1 - r : rows_per_call;
             cfg->q8(x, blocks, &panel, y + (size_t)(r - r0) * ldy + (c - c0), ldy, n_rows, n_cols,

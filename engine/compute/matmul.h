@@ -46,6 +46,7 @@ typedef struct {
     q8_kernel_fn *q8;
     int32_t q8_rows;
     q8_quantize_fn *q8_quantize;
+    bool q8_wide;     /* the Q8 kernel reads q8_act_row.wide */
     int32_t row_tile; /* rows per tile: a multiple of the BLAS row period */
 } matmul_config;
 
@@ -68,6 +69,7 @@ typedef struct {
     const float *scales; /* Q8: [rows × blocks] */
     const int32_t *comp; /* Q8: [rows × blocks × 2] */
     const float *sums;   /* Q8 with offsets: [rows × blocks] (q8_act_row.sum) */
+    const int16_t *wide; /* Q8 when cfg->q8_wide: [rows × blocks × LMS_Q8_BLOCK] */
 } matmul_input;
 
 /* Prepares x[rows × w->k] for w: quantises it into s for Q8 weights. */
