@@ -20,6 +20,11 @@ struct matmul_scratch {
     int16_t *wide;
 };
 
+static int32_t ceil_div(int32_t a, int32_t b)
+{
+    return (a + b - 1) / b;
+}
+
 void matmul_config_init(matmul_config *cfg, const lms_cpu_features *cpu, bool avx2_only,
                         int32_t row_tile)
 {
@@ -47,7 +52,7 @@ matmul_scratch *matmul_scratch_create(int32_t rows, int32_t max_k)
 {
     matmul_scratch *s = calloc(1, sizeof *s);
     if (!s) return NULL;
-    const size_t blocks = (size_t)rows * ((max_k + LMS_Q8_BLOCK - 1) / LMS_Q8_BLOCK);
+    const size_t blocks = (size_t)rows * ceil_div(max_k, LMS_Q8_BLOCK);
     s->codes = lms_alloc(blocks * 2 * LMS_Q8_BLOCK);
     s->scales = lms_alloc(blocks * sizeof *s->scales);
     s->comp = lms_alloc(blocks * 2 * sizeof *s->comp);
@@ -75,7 +80,7 @@ void matmul_scratch_free(matmul_scratch *s)
 static void quantize_rows(const matmul_config *cfg, const float *x, int32_t rows, int32_t k,
                           bool with_sums, matmul_scratch *s, matmul_input *in)
 {
-    const int32_t blocks = (k + LMS_Q8_BLOCK - 1) / LMS_Q8_BLOCK;
+    const int32_t blocks = ceil_div(k, LMS_Q8_BLOCK);
 #pragma omp parallel for if ((int64_t)rows * k >= QUANTIZE_PARALLEL_MIN)
     for (int32_t r = 0; r < rows; r++) {
         const size_t first = (size_t)r * blocks;
@@ -186,11 +191,6 @@ void matmul_block(const matmul_config *cfg, const lms_weights *w, const matmul_i
     }
 }
 
-static int32_t ceil_div(int32_t a, int32_t b)
-{
-    return (a + b - 1) / b;
-}
-
 void matmul_many(const matmul_config *cfg, const matmul_product *p, int n, const float *x,
                  int32_t rows, matmul_scratch *s)
 {
@@ -205,9 +205,9 @@ void matmul_many(const matmul_config *cfg, const matmul_product *p, int n, const
             first_tile[i] + (int64_t)row_tiles * ceil_div(p[i].w->n, MATMUL_COL_TILE);
     }
     if (q8) quantize_rows(cfg, x, rows, k, sums, s, &in);
-        /* Always inside a parallel region, even for one tile: OpenBLAS runs
-         * single-threaded there, so every F32 tile is computed the same way. */
 #pragma omp parallel for schedule(dynamic, 1)
+    /* Always inside a parallel region, even for one tile: OpenBLAS runs
+     * single-threaded there, so every F32 tile is computed the same way. */
     for (int64_t t = 0; t < first_tile[n]; t++) {
         int i = 0;
         while (t >= first_tile[i + 1])
