@@ -56,7 +56,6 @@ def main():
     flops = local.useful_flops(TOKENS)
     configs = [("f32 (%s)" % k, "f32", k, "f32 tiles") for k in kernels]
     configs += [("bf16", "bf16", "default", "bf16"), ("int8", "int8", "default", "int8")]
-    stored = {"f32": "f32", "bf16": "bf16", "int8": "q8_0"}
     print("\n### Forward pass: %d tokens, Qwen3-0.6B geometry (%s)\n" % (TOKENS, local.cpu_name()))
     print("Useful FLOPs %.1f GFLOP; peak: the projection kernel of the same precision at the "
           "best shape, M = %d, in this run (bench_matmul).\n" % (flops / 1e9, TOKENS))
@@ -64,7 +63,7 @@ def main():
           "oneDNN peak | of oneDNN |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for label, precision, kernel, column in configs:
-        model = os.path.join(build, "models", "qwen3-0.6b-%s.gguf" % stored[precision])
+        model = local.precision_model(build, precision)
         res = local.score(build, model, request, precision, repeat=2, kernel=kernel)
         print("  %s: %.2f s (%s, %s)" % (label, res["seconds"], res["precision"],
                                          res["kernels"]), file=sys.stderr)

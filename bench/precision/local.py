@@ -11,6 +11,14 @@ import sys
 # Random ids below 151,643 are ordinary tokens of the Qwen3 tokenizer that
 # every benchmark model here carries.
 VOCAB = 151643
+# The stored type each precision runs from in the speed and forward parts.
+STORED = {"f32": "f32", "bf16": "bf16", "int8": "q8_0"}
+
+
+def precision_model(build, precision):
+    """The Qwen3-0.6B checkpoint precision runs from (models-precision)."""
+    return os.path.join(build, "models", "qwen3-0.6b-%s.gguf" % STORED[precision])
+
 # Useful FLOPs of the Qwen3-0.6B geometry (bench/engine/flops.c): the
 # projections per row, attention per visible (query, key) pair, the LM head
 # per scored row.

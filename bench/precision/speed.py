@@ -24,7 +24,6 @@ ROUNDS = int(os.environ.get("PRECISION_ROUNDS", "1"))
 # and q200, the 200-token query with 20 items of 20 tokens.
 WORKLOAD_SHAPES = {"a": (300, 10, 20), "q200": (200, 20, 20), "b": (2000, 64, 20),
                    "c": (2000, 500, 20)}
-STORED = {"f32": "f32", "bf16": "bf16", "int8": "q8_0"}
 
 
 def configurations(flags):
@@ -93,7 +92,7 @@ def main():
         best = {}
         for _ in range(ROUNDS):
             for label, precision, isa, kernel in configs:
-                model = os.path.join(build, "models", "qwen3-0.6b-%s.gguf" % STORED[precision])
+                model = local.precision_model(build, precision)
                 res = local.score(build, model, request, precision, isa, repeat=2, kernel=kernel)
                 print("  %s %s: %.2f s (%s, %s)" % (name, label, res["seconds"], res["precision"],
                                                      res["kernels"]), file=sys.stderr)
