@@ -85,9 +85,10 @@ static const option_spec options[] = {
      "accuracy for speed and memory, see docs/engine.md)",
      OPT_PRECISION, AT(precision), 0, 0},
     {"isa", "LMSCORE_ISA", "NAME",
-     "auto|avx2: the instruction set of the engine's kernels; avx2 runs the AVX2 kernels even "
-     "where AVX-512 is present (default auto: the best the CPU has)",
-     OPT_ISA, AT(avx2_only), 0, 0},
+     "the compute tier: the instruction set of the engine's kernels, auto or one of the tiers "
+     "listed at the end (default auto: the fastest the CPU runs; every tier gives the same "
+     "numbers)",
+     OPT_ISA, AT(isa), 0, 0},
     {"multi-item-scoring-delimiter", "LMSCORE_MULTI_ITEM_SCORING_DELIMITER", "TOKEN_ID",
      "SGLang-style delimiter token: sequences become query <d> item (default -1: none)", OPT_INT,
      AT(delimiter), -1, INT32_MAX},
@@ -140,6 +141,7 @@ static void defaults(lmscored_config *cfg)
     cfg->max_items = 10000;
     cfg->algorithm = LMS_ALGO_AUTO;
     cfg->precision = LMS_PRECISION_AUTO;
+    snprintf(cfg->isa, sizeof cfg->isa, "auto");
     cfg->delimiter = -1;
     cfg->max_packed_tokens = 8192;
     cfg->prefix_cache_bytes = (size_t)256 << 20;
@@ -168,6 +170,7 @@ static void print_help(FILE *out, const char *prog)
     }
     fprintf(out, "  %-40s %s\n  %-40s %s\n", "--help", "print this help and exit", "--version",
             "print the version and exit");
+    fprintf(out, "\n--isa takes %s\n", lms_isa_names());
 }
 
 /* Parses an integer with an optional unit: K/M/G (x1024) for bytes, ms/s/m
@@ -236,10 +239,11 @@ static lms_status set_option(lmscored_config *cfg, const option_spec *o, const c
                             "%s --%s: '%s' is not auto, f32, bf16 or int8", source, o->flag, value);
         return LMS_OK;
     case OPT_ISA:
-        if (strcmp(value, "auto") != 0 && strcmp(value, "avx2") != 0)
+        if (!lms_isa_known(value) || strlen(value) >= sizeof((lmscored_config *)0)->isa)
             return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", o->flag,
-                            "%s --%s: '%s' is not auto or avx2", source, o->flag, value);
-        *(bool *)base = strcmp(value, "avx2") == 0;
+                            "%s --%s: '%s' is not one of %s", source, o->flag, value,
+                            lms_isa_names());
+        strcpy((char *)base, value);
         return LMS_OK;
     case OPT_FORMAT:
         if (!log_parse_format(value, (log_format *)base))

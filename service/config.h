@@ -27,7 +27,7 @@ typedef struct {
     int32_t max_sequence_tokens; /* 0: the model's context length */
     lms_algorithm algorithm;
     lms_precision precision;
-    bool avx2_only;    /* --isa avx2 */
+    char isa[32];      /* a compute tier, or "auto" */
     int32_t delimiter; /* -1: none */
     int32_t max_packed_tokens;
     size_t prefix_cache_bytes;

@@ -117,7 +117,7 @@ static void engine_options(const lmscored_config *cfg, lms_engine_options *eo)
     eo->open_stop = (lms_stop){.should_stop = stop_signal_pending};
     eo->algorithm = cfg->algorithm;
     eo->precision = cfg->precision;
-    eo->avx2_only = cfg->avx2_only;
+    eo->isa = cfg->isa;
     eo->max_packed_tokens = cfg->max_packed_tokens;
     eo->prefix_cache_bytes = cfg->prefix_cache_bytes;
     eo->delimiter = cfg->delimiter;
@@ -173,6 +173,7 @@ static lms_status load_model(const lmscored_config *cfg, lms_engine **out, lms_e
     log_int(&r, "vocab", mi.vocab_size);
     log_str(&r, "precision", mi.precision);
     log_str(&r, "precision_reason", mi.precision_reason);
+    log_str(&r, "isa", mi.isa);
     log_str(&r, "kernels", mi.kernels);
     log_str(&r, "weights", mi.weights);
     log_int(&r, "weight_bytes", mi.weight_bytes);

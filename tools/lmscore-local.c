@@ -5,7 +5,7 @@
  *   lmscore-local --model PATH --request FILE|- [--algorithm NAME]
  *                 [--delimiter ID] [--max-packed-tokens N] [--repeat N]
  *                 [--prefix-cache-mib N] [--precision auto|f32|bf16|int8]
- *                 [--isa auto|avx2]
+ *                 [--isa auto|TIER]
  *
  * The request is JSON: {"query": [ids] | "text", "items": [[ids] | "text",
  * ...], "label_token_ids": [ids] (or "label_texts": ["text", ...]),
@@ -37,15 +37,17 @@ typedef struct {
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: lmscore-local --model PATH --request FILE|- [--algorithm "
-                    "auto|serial|packed_dense|packed_segment|prefill_extend]\n"
-                    "                     [--delimiter ID] [--max-packed-tokens N] [--repeat N]\n"
-                    "                     [--prefix-cache-mib N] [--precision auto|f32|bf16|int8]\n"
-                    "                     [--isa auto|avx2]\n"
-                    "--isa avx2 runs the AVX2 kernels even where AVX-512 is present.\n"
-                    "--repeat N scores the request N times and reports the last run's seconds\n"
-                    "(with a prefix cache large enough for the query, runs after the first are\n"
-                    "warm).\n");
+    fprintf(stderr,
+            "usage: lmscore-local --model PATH --request FILE|- [--algorithm "
+            "auto|serial|packed_dense|packed_segment|prefill_extend]\n"
+            "                     [--delimiter ID] [--max-packed-tokens N] [--repeat N]\n"
+            "                     [--prefix-cache-mib N] [--precision auto|f32|bf16|int8]\n"
+            "                     [--isa %s]\n"
+            "--isa names the compute tier (default auto: the fastest the CPU runs).\n"
+            "--repeat N scores the request N times and reports the last run's seconds\n"
+            "(with a prefix cache large enough for the query, runs after the first are\n"
+            "warm).\n",
+            lms_isa_names());
     return 1;
 }
 
@@ -217,6 +219,7 @@ static void print_result(const lms_engine *engine, const lms_score_result *r, do
     json_object_object_add(o, "seconds", json_object_new_double(seconds));
     json_object_object_add(o, "precision", json_object_new_string(mi.precision));
     json_object_object_add(o, "precision_reason", json_object_new_string(mi.precision_reason));
+    json_object_object_add(o, "isa", json_object_new_string(mi.isa));
     json_object_object_add(o, "kernels", json_object_new_string(mi.kernels));
     json_object_object_add(o, "weights", json_object_new_string(mi.weights));
     json_object_object_add(o, "weight_bytes", json_object_new_int64(mi.weight_bytes));
@@ -257,8 +260,8 @@ int main(int argc, char **argv)
             opt.prefix_cache_bytes = (size_t)strtoull(val, NULL, 10) << 20;
         else if (!strcmp(a, "--precision"))
             precision = val;
-        else if (!strcmp(a, "--isa") && (!strcmp(val, "auto") || !strcmp(val, "avx2")))
-            opt.avx2_only = !strcmp(val, "avx2");
+        else if (!strcmp(a, "--isa") && lms_isa_known(val))
+            opt.isa = val;
         else
             return usage();
     }

@@ -21,6 +21,7 @@
 #include "alloc.h"
 #include "clock.h"
 #include "cpu.h"
+#include "tier.h"
 #include "make_model/mm_quant.h"
 #include "matmul.h"
 #include "weights_pack.h"
@@ -92,22 +93,22 @@ int main(int argc, char **argv)
     printf("%d × %d weights, %d rows, one thread, best of %d\n\n", n, k, rows, reps);
     printf("| tier | stored type | ms | GOP/s | vs Q8_0 | bytes/param |\n");
     printf("| --- | --- | --- | --- | --- | --- |\n");
-    for (int avx2_only = cpu.avx512_vnni ? 0 : 1; avx2_only < 2; avx2_only++) {
-        matmul_config cfg;
-        matmul_config_init(&cfg, &cpu, avx2_only, 8);
+    for (const compute_tier *const *tier = compute_tiers; *tier; tier++) {
+        if (!(*tier)->runs_on(&cpu) || !(*tier)->q8) continue;
+        const matmul_config cfg = {*tier, 8};
         double best[N_TYPES];
         for (size_t t = 0; t < N_TYPES; t++)
             best[t] = INFINITY;
         for (int32_t rep = 0; rep < reps; rep++)
             for (size_t t = 0; t < N_TYPES; t++) {
                 const double t0 = monotonic_seconds();
-                matmul(&cfg, &packed[t], x, rows, MATMUL_STORE, y, s);
+                matmul(&cfg, &packed[t], x, rows, KERNEL_STORE, y, s);
                 const double dt = monotonic_seconds() - t0;
                 if (dt < best[t]) best[t] = dt;
             }
         for (size_t t = 0; t < N_TYPES; t++)
-            printf("| %s | %s | %.2f | %.0f | %.2f | %.4f |\n", cfg.q8_tier,
-                   lms_dtype_name(TYPES[t].engine), best[t] * 1e3,
+            printf("| %s (%s) | %s | %.2f | %.0f | %.2f | %.4f |\n", cfg.tier->name,
+                   cfg.tier->q8->isa, lms_dtype_name(TYPES[t].engine), best[t] * 1e3,
                    2.0 * n * k * rows / best[t] * 1e-9, best[0] / best[t],
                    (double)lms_weights_bytes(&packed[t]) / ((double)n * k));
     }

@@ -97,7 +97,7 @@ typedef struct {
 static void run_lmscore(const problem *p, void *ctx)
 {
     const lms_ctx *c = ctx;
-    matmul(c->cfg, c->w, p->x, p->m, MATMUL_STORE, p->y, c->scratch);
+    matmul(c->cfg, c->w, p->x, p->m, KERNEL_STORE, p->y, c->scratch);
 }
 
 /* W as f32 panels of LMS_PANEL columns, k-major (the 16-bit layout with f32
@@ -126,7 +126,7 @@ static void run_f32_kernel(const problem *p, void *ctx)
 {
     const f32_kernel_ctx *c = ctx;
     const int32_t m = p->m, n = p->s->n, k = p->s->k, rt = c->cfg->row_tile;
-    const int32_t per_call = c->cfg->f32_rows, col_tiles = n / MATMUL_COL_TILE;
+    const int32_t per_call = c->cfg->tier->f32->rows, col_tiles = n / MATMUL_COL_TILE;
     const int64_t tiles = (int64_t)((m + rt - 1) / rt) * col_tiles;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t t = 0; t < tiles; t++) {
@@ -136,12 +136,12 @@ static void run_f32_kernel(const problem *p, void *ctx)
         for (int32_t col = c0; col < c0 + MATMUL_COL_TILE; col += LMS_PANEL) {
             const float *panel = c->panels + (size_t)(col / LMS_PANEL) * k * LMS_PANEL;
             for (int32_t r = r0; r < r1; r += per_call) {
-                const float *rows[F32_ROWS_AVX512];
+                const float *rows[KERNEL_MAX_ROWS];
                 for (int32_t i = 0; i < per_call; i++)
                     rows[i] = p->x + (size_t)(r + i < r1 ? r + i : r1 - 1) * k;
                 const int32_t nr = r1 - r < per_call ? r1 - r : per_call;
-                c->cfg->f32(rows, k, panel, LMS_PANEL, p->y + (size_t)r * n + col, (size_t)n, nr,
-                            LMS_PANEL, false);
+                c->cfg->tier->f32->fn(rows, k, panel, LMS_PANEL, p->y + (size_t)r * n + col,
+                                      (size_t)n, nr, LMS_PANEL, KERNEL_STORE);
             }
         }
     }
@@ -346,8 +346,7 @@ static bool bench_one(const matmul_config *cfg, const shape *s, int32_t m, int r
                 {BF16, LMS_WEIGHTS_BF16, 2e-2},
                 {INT8, LMS_WEIGHTS_Q8, 2e-2}};
     for (size_t i = 0; scratch && i < sizeof runs / sizeof runs[0]; i++) {
-        if (runs[i].format == LMS_WEIGHTS_BF16 && !cfg->w16_tier) continue;
-        if (runs[i].format == LMS_WEIGHTS_Q8 && !cfg->q8_tier) continue;
+        if (!compute_tier_multiplies(cfg->tier, runs[i].format)) continue;
         lms_weights lw = {.format = LMS_WEIGHTS_F32, .n = s->n, .k = s->k, .f32 = w};
         void *buffer = NULL;
         if (runs[i].format != LMS_WEIGHTS_F32 &&
@@ -403,20 +402,29 @@ int main(int argc, char **argv)
 {
     int reps = 5;
     bool smoke = false;
+    const char *isa = "auto";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
             reps = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc)
+            isa = argv[++i];
         else if (strcmp(argv[i], "--smoke") == 0)
             smoke = true;
         else {
-            fprintf(stderr, "usage: bench_matmul [--reps N] [--smoke]\n");
+            fprintf(stderr, "usage: bench_matmul [--reps N] [--isa %s] [--smoke]\n",
+                    lms_isa_names());
             return 2;
         }
     }
     lms_cpu_features cpu;
     lms_cpu_detect(&cpu);
-    matmul_config cfg;
-    matmul_config_init(&cfg, &cpu, false, 384);
+    const compute_tier *tier;
+    lms_error err = {0};
+    if (compute_tier_select(isa, &cpu, &tier, &err) != LMS_OK) {
+        fprintf(stderr, "bench_matmul: %s\n", err.msg);
+        return 2;
+    }
+    const matmul_config cfg = {tier, 384};
 
     const int32_t max_n = 3072, max_k = 3072, max_m = smoke ? 32 : ROWS[N_ROWS - 1];
     float *x = malloc((size_t)max_m * max_k * sizeof *x);
@@ -446,9 +454,9 @@ int main(int argc, char **argv)
         dnnl = &d;
     }
 #endif
-    printf("threads %d; kernels: f32 %s, bf16 %s, int8 %s; OpenBLAS %s (core %s); oneDNN %s\n",
-           omp_get_max_threads(), cfg.f32_tier, cfg.w16_tier ? cfg.w16_tier : "–",
-           cfg.q8_tier ? cfg.q8_tier : "–", openblas_get_config(), openblas_get_corename(),
+    printf("threads %d; tier %s: f32 %s, bf16 %s, int8 %s; OpenBLAS %s (core %s); oneDNN %s\n",
+           omp_get_max_threads(), tier->name, tier->f32->isa, tier->w16 ? tier->w16->isa : "–",
+           tier->q8 ? tier->q8->isa : "–", openblas_get_config(), openblas_get_corename(),
            dnnl_note);
     printf("GFLOP/s (GOP/s for int8), best of %d; in brackets the speed-up over sgemm in this "
            "run\n\n",

@@ -65,13 +65,14 @@ static void kernel_rows(const attn_plan *p, const float *x, size_t ldx, int32_t 
                         const float *w, size_t ldw, float *y, size_t ldy, int32_t n_cols,
                         bool resume)
 {
-    const int32_t per_call = p->geo.f32_rows;
+    const int32_t per_call = p->geo.f32->rows;
     for (int32_t r = 0; r < n_rows; r += per_call) {
-        const float *rows[16];
+        const float *rows[KERNEL_MAX_ROWS];
         for (int32_t i = 0; i < per_call; i++)
             rows[i] = x + (size_t)(r + i < n_rows ? r + i : n_rows - 1) * ldx;
         const int32_t n = n_rows - r < per_call ? n_rows - r : per_call;
-        p->geo.f32(rows, k, w, ldw, y + (size_t)r * ldy, ldy, n, n_cols, resume);
+        p->geo.f32->fn(rows, k, w, ldw, y + (size_t)r * ldy, ldy, n, n_cols,
+                       resume ? KERNEL_RESUME : KERNEL_STORE);
     }
 }
 

@@ -42,9 +42,8 @@ typedef struct {
 
 typedef struct {
     int32_t n_heads, n_kv_heads, head_dim;
-    int32_t block_rows; /* rows per block of work */
-    f32_kernel_fn *f32; /* the products' kernel (kernels.h) */
-    int32_t f32_rows;   /* its rows per call */
+    int32_t block_rows;     /* rows per block of work */
+    const f32_kernels *f32; /* the products' kernel (kernels.h) */
 } attn_geometry;
 
 typedef struct attn_plan attn_plan;

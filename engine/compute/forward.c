@@ -79,8 +79,7 @@ lms_status forward_run(const lms_model *m, const forward_tuning *tune, const for
     const int32_t qd = c->n_heads * hd, kvd = c->n_kv_heads * hd, ff = c->d_ff;
     const int32_t cached = b->cached ? b->cached->len : 0;
 
-    attn_geometry geo = {c->n_heads,       c->n_kv_heads,    hd,
-                         tune->block_rows, tune->matmul.f32, tune->matmul.f32_rows};
+    attn_geometry geo = {c->n_heads, c->n_kv_heads, hd, tune->block_rows, tune->matmul.tier->f32};
     attn_plan *plan = NULL;
     lms_status st = attn_plan_create(&b->layout, &geo, cached, &plan, err);
     if (st != LMS_OK) return st;
@@ -118,7 +117,7 @@ lms_status forward_run(const lms_model *m, const forward_tuning *tune, const for
         const lms_layer_weights *w = &m->layers[l];
         rmsnorm_rows(h, x, t, w->attn_norm, d, c->rms_eps);
         const matmul_product qkv[] = {
-            {&w->wq, q, MATMUL_STORE}, {&w->wk, k, MATMUL_STORE}, {&w->wv, v, MATMUL_STORE}};
+            {&w->wq, q, KERNEL_STORE}, {&w->wk, k, KERNEL_STORE}, {&w->wv, v, KERNEL_STORE}};
         matmul_many(mm, qkv, 3, h, t, scratch);
         add_bias(q, t, w->bq, qd);
         add_bias(k, t, w->bk, kvd);
@@ -132,16 +131,16 @@ lms_status forward_run(const lms_model *m, const forward_tuning *tune, const for
         }
         attn_run(plan, q, k, v, cached ? kv_prefix_k(b->cached, l) : NULL,
                  cached ? kv_prefix_v(b->cached, l) : NULL, att);
-        matmul(mm, &w->wo, att, t, MATMUL_ACCUMULATE, x, scratch);
+        matmul(mm, &w->wo, att, t, KERNEL_ACCUMULATE, x, scratch);
 
         rmsnorm_rows(h, x, t, w->ffn_norm, d, c->rms_eps);
-        const matmul_product gate_up[] = {{&w->w_gate, gate, MATMUL_STORE},
-                                          {&w->w_up, up, MATMUL_STORE}};
+        const matmul_product gate_up[] = {{&w->w_gate, gate, KERNEL_STORE},
+                                          {&w->w_up, up, KERNEL_STORE}};
         matmul_many(mm, gate_up, 2, h, t, scratch);
 #pragma omp parallel for PARALLEL_IF(t, ff * 4)
         for (int32_t r = 0; r < t; r++)
             vec_swiglu(gate + (size_t)r * ff, up + (size_t)r * ff, (size_t)ff);
-        matmul(mm, &w->w_down, gate, t, MATMUL_ACCUMULATE, x, scratch);
+        matmul(mm, &w->w_down, gate, t, KERNEL_ACCUMULATE, x, scratch);
     }
     if (b->capture) {
         b->capture->len = b->layout.prefix_rows;

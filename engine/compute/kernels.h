@@ -1,15 +1,18 @@
 /*
- * kernels.h — the micro-kernels under matmul.c: a few rows of x against
- * one panel (LMS_PANEL columns) of a packed 16-bit or Q8 matrix.
+ * kernels.h — what a compute tier (tier.h) implements: the micro-kernels
+ * under matmul.c and attention.c, a few rows of x against one panel
+ * (LMS_PANEL columns) of a packed f32, 16-bit or Q8 matrix, and the
+ * activation quantiser.
  *
- * Each tier (kernels_avx512.c, kernels_avx2.c, and kernels_generic.c for
- * f32 on CPUs without AVX2) computes every output element with the same
- * sequence of IEEE operations:
+ * Every tier computes every output element with the same sequence of IEEE
+ * operations:
  *
- *   f32:    acc = 0, or y when resuming; acc = fma(x[kk], w[kk], acc) for
- *           kk = 0 .. k-1; y = acc (a chain over k split into several
- *           resumed calls is the same chain)
- *   16-bit: acc = 0; acc = fma(x[kk], w[kk], acc) for kk = 0 .. k-1
+ *   f32, 16-bit (dense):
+ *           acc = y when resuming, else 0;
+ *           acc = fma(x[kk], w[kk], acc) for kk = 0 .. k-1 (w widened to
+ *           f32 exactly); then y = acc, or y = y + acc when accumulating
+ *           (a chain over k split into several resumed calls is the same
+ *           chain)
  *   Q8:     acc = 0; per block b in order:
  *             per half h in order when the matrix has sub-scales per half
  *             block (16 k values), else once over the whole block:
@@ -20,7 +23,7 @@
  *             with s_w = D · sc, o_w = M · m (weights.h; exact products)
  *             and sum_x = scale_x · (float)(the block's exact sum of
  *             128 · hi_x + lo_x), one f32 product (q8_act_row.sum)
- *   then    y = acc, or y = y + acc when accumulating
+ *           then y = acc, or y = y + acc when accumulating
  *
  * so the tiers give the same bits and a row's result depends on nothing
  * but that row (no reduction crosses rows, no order depends on the batch).
@@ -31,6 +34,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "weights.h"
+
+/* What a kernel does with y. */
+typedef enum {
+    KERNEL_STORE,      /* y = acc */
+    KERNEL_ACCUMULATE, /* y = y + acc */
+    KERNEL_RESUME,     /* acc starts at y: the chain of an earlier call goes on */
+} kernel_mode;
 
 /* One row of x, quantised for Q8 weights: per block of LMS_Q8_BLOCK values,
  * two signed codes per value, hi and lo, with x ≈ (128 · hi + lo) · scale:
@@ -44,7 +56,7 @@ typedef struct {
     const float *sum;    /* [blocks]: scale · the block's sum of 128 · hi + lo (x's block
                           * sum as quantised), for matrices with offsets */
     const int16_t *wide; /* [blocks × LMS_Q8_BLOCK]: 128 · hi + lo, for the kernels that
-                          * multiply 16-bit words (q8_kernel_avx2); else NULL */
+                          * multiply 16-bit words (q8_kernels.wide); else NULL */
 } q8_act_row;
 
 /* One panel of a Q8 matrix (weights.h), each array at the panel's first
@@ -58,13 +70,23 @@ typedef struct {
     int32_t group_blocks, halves;
 } q8_panel;
 
-/* rows: up to rows_per_call pointers (or q8_act_rows); only the first
- * n_rows results are stored, the others may repeat a row. y: row i of the
- * result at y + i·ldy, n_cols (≤ LMS_PANEL) columns. */
+/* rows: up to the kernel's rows per call pointers (or q8_act_rows); only
+ * the first n_rows results are stored, the others may repeat a row. y: row
+ * i of the result at y + i·ldy, n_cols (≤ LMS_PANEL) columns. */
+
 /* w: element (kk, column j) at w[kk·ldw + j]; columns past n_cols are not
  * read. */
 typedef void f32_kernel_fn(const float *const *x, int32_t k, const float *w, size_t ldw, float *y,
-                           size_t ldy, int32_t n_rows, int32_t n_cols, bool resume);
+                           size_t ldy, int32_t n_rows, int32_t n_cols, kernel_mode mode);
+
+/* panel: a packed 16-bit panel, element (kk, column j) at panel[kk·LMS_PANEL
+ * + j], f16 or bf16 bits; all LMS_PANEL columns are read. */
+typedef void w16_kernel_fn(const float *const *x, int32_t k, const uint16_t *panel, bool bf16,
+                           float *y, size_t ldy, int32_t n_rows, int32_t n_cols, kernel_mode mode);
+
+/* mode: KERNEL_STORE or KERNEL_ACCUMULATE. */
+typedef void q8_kernel_fn(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y,
+                          size_t ldy, int32_t n_rows, int32_t n_cols, kernel_mode mode);
 
 /* One row of x into q8_act_row blocks (the last block's missing values are
  * zeros): amax = the block's largest |x| (NaN skipped), d = amax / 127,
@@ -76,25 +98,54 @@ typedef void f32_kernel_fn(const float *const *x, int32_t k, const float *w, siz
 typedef void q8_quantize_fn(const float *x, int32_t k, int32_t blocks, int8_t *codes, float *scales,
                             int32_t *comp);
 
-typedef void w16_kernel_fn(const float *const *x, int32_t k, const uint16_t *panel, bool bf16,
-                           float *y, size_t ldy, int32_t n_rows, int32_t n_cols, bool accumulate);
-typedef void q8_kernel_fn(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y,
-                          size_t ldy, int32_t n_rows, int32_t n_cols, bool accumulate);
+/* A tier's kernels of one kind: the function, its rows per call (at most
+ * KERNEL_MAX_ROWS), and the instruction set whose code it is (for
+ * lms_model_info.kernels). */
+#define KERNEL_MAX_ROWS 16
+typedef struct {
+    f32_kernel_fn *fn;
+    int32_t rows;
+    const char *isa;
+} f32_kernels;
 
-/* Rows per call of each kernel. */
-#define F32_ROWS_AVX512  8
-#define F32_ROWS_AVX2    6
-#define F32_ROWS_GENERIC 4
-#define W16_ROWS_AVX512  8
-#define W16_ROWS_AVX2    6
-#define Q8_ROWS_AVX512   4
-#define Q8_ROWS_AVX2     4
+typedef struct {
+    w16_kernel_fn *fn;
+    int32_t rows;
+    const char *isa;
+} w16_kernels;
 
-/* AVX-512 F/BW/VL (+ VNNI for Q8) and AVX2/FMA/F16C: the caller checks the
- * CPU (cpu.h) before calling one. */
-f32_kernel_fn f32_kernel_avx512, f32_kernel_avx2, f32_kernel_generic;
-w16_kernel_fn w16_kernel_avx512, w16_kernel_avx2;
-q8_kernel_fn q8_kernel_avx512_vnni, q8_kernel_avx2;
-q8_quantize_fn q8_quantize_avx512, q8_quantize_avx2;
+typedef struct {
+    q8_kernel_fn *fn;
+    int32_t rows;
+    const char *isa;
+    q8_quantize_fn *quantize;
+    bool wide; /* the kernel reads q8_act_row.wide */
+} q8_kernels;
+
+/* x as a matrix's kernels read it (matmul_prepare). */
+typedef struct {
+    const float *x; /* [rows × k] */
+    int32_t rows, k;
+    const int8_t *codes; /* Q8: [rows × blocks × 2 × LMS_Q8_BLOCK] (q8_act_row) */
+    const float *scales; /* Q8: [rows × blocks] */
+    const int32_t *comp; /* Q8: [rows × blocks × 2] */
+    const float *sums;   /* Q8 with offsets: [rows × blocks] (q8_act_row.sum) */
+    const int16_t *wide; /* Q8 when the kernels are wide: [rows × blocks × LMS_Q8_BLOCK] */
+} matmul_input;
+
+struct compute_tier;
+
+/* Rows [r0, r1) × columns [c0, c1) of y = x·Wᵀ (mode: KERNEL_STORE or
+ * KERNEL_ACCUMULATE) on the calling thread: c0 a multiple of LMS_PANEL, y
+ * the result's element (r0, c0) with row stride ldy. The unit a tier
+ * implements when it multiplies whole tiles (a matrix engine); the vector
+ * tiers use matmul_panels. */
+typedef void matmul_block_fn(const struct compute_tier *tier, const lms_weights *w,
+                             const matmul_input *in, int32_t r0, int32_t r1, int32_t c0, int32_t c1,
+                             float *y, size_t ldy, kernel_mode mode);
+
+/* The tile as panels of columns × groups of rows through the tier's
+ * micro-kernels (matmul.c). */
+matmul_block_fn matmul_panels;
 
 #endif

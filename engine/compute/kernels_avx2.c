@@ -1,40 +1,20 @@
 /*
- * kernels_avx2.c — the AVX2 micro-kernels (see kernels.h): the floor every
+ * kernels_avx2.c — the AVX2 tier's kernels (kernels.h): the floor every
  * low-precision path runs on (x86-64-v3: AVX2, FMA, F16C). Compiled with
  * those enabled for this file only.
  *
- * f32 and 16-bit: a panel in two halves of 16 columns (2 vectors), 6 rows. Q8: a
- * panel in four slices of 8 columns, 4 rows; without VNNI the codes are
- * widened to 16 bits and multiplied in pairs (vpmaddwd: exact, no
- * saturation), a slice's 4-column halves are summed per block (or half
- * block) and put back in column order. The sums and the f32 steps are
- * those of the AVX-512 kernels, element for element.
+ * f32 and 16-bit: kernels_common.h's dense kernels, a panel in two passes
+ * of 16 columns (2 vectors), 6 rows. Q8: a panel in four slices of 8
+ * columns, 4 rows; without VNNI the codes are widened to 16 bits and
+ * multiplied in pairs (vpmaddwd: exact, no saturation), a slice's 4-column
+ * halves are summed per block (or half block) and put back in column
+ * order. The sums and the f32 steps are those of the AVX-512 kernels,
+ * element for element.
  */
 #include <immintrin.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
-
-#include "kernels.h"
-#include "weights.h"
-
-#define UNROLL _Pragma("GCC unroll 8")
-
-static inline __m256 widen_w16(const uint16_t *p, bool bf16)
-{
-    __m128i h = _mm_loadu_si128((const __m128i *)p);
-    if (bf16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-    return _mm256_cvtph_ps(h);
-}
-
-/* The first n of 8 lanes to y (y = y + v when accumulating). */
-static inline void store_lanes(float *y, __m256 v, int32_t n, bool accumulate)
-{
-    if (n <= 0) return;
-    float lanes[8];
-    _mm256_storeu_ps(lanes, v);
-    if (n > 8) n = 8;
-    for (int32_t j = 0; j < n; j++)
-        y[j] = accumulate ? y[j] + lanes[j] : lanes[j];
-}
 
 /* Lanes [0, n) of 8 set (all when n >= 8, none when n <= 0). */
 static inline __m256i lane_mask(int32_t n)
@@ -43,6 +23,28 @@ static inline __m256i lane_mask(int32_t n)
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), index);
 }
 
+#define VL 8
+typedef __m256 vf;
+#define vf_zero()         _mm256_setzero_ps()
+#define vf_set1(s)        _mm256_set1_ps(s)
+#define vf_fma(a, b, c)   _mm256_fmadd_ps(a, b, c)
+#define vf_add(a, b)      _mm256_add_ps(a, b)
+#define vf_load(p, n)     _mm256_maskload_ps(p, lane_mask(n))
+#define vf_store(p, v, n) _mm256_maskstore_ps(p, lane_mask(n), v)
+#define DENSE_ROWS        6
+
+static inline __m256 vf_load_w16(const uint16_t *p, bool bf16)
+{
+    __m128i h = _mm_loadu_si128((const __m128i *)p);
+    if (bf16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    return _mm256_cvtph_ps(h);
+}
+
+#include "kernels_common.h"
+
+DEFINE_F32_KERNELS(avx2);
+DEFINE_W16_KERNELS(avx2);
+
 /* 8 int32 codes in [-127, 127] as 8 bytes. */
 static inline void store_codes(int8_t *out, __m256i q)
 {
@@ -50,69 +52,7 @@ static inline void store_codes(int8_t *out, __m256i q)
     _mm_storel_epi64((__m128i *)out, _mm_packs_epi16(q16, q16));
 }
 
-void f32_kernel_avx2(const float *const *x, int32_t k, const float *w, size_t ldw, float *y,
-                     size_t ldy, int32_t n_rows, int32_t n_cols, bool resume)
-{
-    enum { R = F32_ROWS_AVX2 };
-    for (int half = 0; half < 2; half++) {
-        const int32_t c0 = 16 * half;
-        if (n_cols <= c0) break;
-        const __m256i m0 = lane_mask(n_cols - c0), m1 = lane_mask(n_cols - c0 - 8);
-        __m256 acc[R][2];
-        UNROLL for (int i = 0; i < R; i++)
-        {
-            const float *yi = y + (size_t)(i < n_rows ? i : 0) * ldy + c0;
-            acc[i][0] = resume ? _mm256_maskload_ps(yi, m0) : _mm256_setzero_ps();
-            acc[i][1] = resume ? _mm256_maskload_ps(yi + 8, m1) : _mm256_setzero_ps();
-        }
-        for (int32_t kk = 0; kk < k; kk++) {
-            const float *wk = w + (size_t)kk * ldw + c0;
-            const __m256 w0 = _mm256_maskload_ps(wk, m0), w1 = _mm256_maskload_ps(wk + 8, m1);
-            UNROLL for (int i = 0; i < R; i++)
-            {
-                const __m256 xb = _mm256_set1_ps(x[i][kk]);
-                acc[i][0] = _mm256_fmadd_ps(xb, w0, acc[i][0]);
-                acc[i][1] = _mm256_fmadd_ps(xb, w1, acc[i][1]);
-            }
-        }
-        UNROLL for (int i = 0; i < R; i++) if (i < n_rows)
-        {
-            _mm256_maskstore_ps(y + (size_t)i * ldy + c0, m0, acc[i][0]);
-            _mm256_maskstore_ps(y + (size_t)i * ldy + c0 + 8, m1, acc[i][1]);
-        }
-    }
-}
-
-void w16_kernel_avx2(const float *const *x, int32_t k, const uint16_t *panel, bool bf16, float *y,
-                     size_t ldy, int32_t n_rows, int32_t n_cols, bool accumulate)
-{
-    enum { R = W16_ROWS_AVX2 };
-    for (int half = 0; half < 2; half++) {
-        const uint16_t *p = panel + 16 * half;
-        __m256 acc[R][2];
-        UNROLL for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-        for (int32_t kk = 0; kk < k; kk++) {
-            const uint16_t *w = p + (size_t)kk * LMS_PANEL;
-            const __m256 w0 = widen_w16(w, bf16), w1 = widen_w16(w + 8, bf16);
-            UNROLL for (int i = 0; i < R; i++)
-            {
-                const __m256 xb = _mm256_set1_ps(x[i][kk]);
-                acc[i][0] = _mm256_fmadd_ps(xb, w0, acc[i][0]);
-                acc[i][1] = _mm256_fmadd_ps(xb, w1, acc[i][1]);
-            }
-        }
-        UNROLL for (int i = 0; i < R; i++) if (i < n_rows)
-        {
-            float *row = y + (size_t)i * ldy + 16 * half;
-            store_lanes(row, acc[i][0], n_cols - 16 * half, accumulate);
-            store_lanes(row + 8, acc[i][1], n_cols - 16 * half - 8, accumulate);
-        }
-    }
-}
-
-enum { Q8_R = Q8_ROWS_AVX2 };
-
-#define INLINE static inline __attribute__((always_inline))
+enum { Q8_R = 4 };
 
 /* 8 int8 as f32. */
 INLINE __m256 widen_i8(const int8_t *p)
@@ -163,8 +103,8 @@ INLINE void q8_part(__m256 acc[Q8_R], const q8_act_row *x, int32_t b, const uint
         _mm256_cvtepi32_ps(sums[i]), _mm256_mul_ps(s, _mm256_set1_ps(x[i].scale[b])), acc[i]);
 }
 
-void q8_kernel_avx2(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y, size_t ldy,
-                    int32_t n_rows, int32_t n_cols, bool accumulate)
+static void q8_kernel_avx2(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y,
+                           size_t ldy, int32_t n_rows, int32_t n_cols, kernel_mode mode)
 {
     for (int slice = 0; slice < LMS_PANEL / 8; slice++) {
         __m256 acc[Q8_R];
@@ -189,12 +129,16 @@ void q8_kernel_avx2(const q8_act_row *x, int32_t blocks, const q8_panel *w, floa
                 _mm256_fmadd_ps(o, _mm256_set1_ps(x[i].sum[b]), acc[i]);
         }
         UNROLL for (int i = 0; i < Q8_R; i++) if (i < n_rows)
-            store_lanes(y + (size_t)i * ldy + 8 * slice, acc[i], n_cols - 8 * slice, accumulate);
+        {
+            float *yi = y + (size_t)i * ldy + 8 * slice;
+            const int32_t n = n_cols - 8 * slice;
+            vf_store(yi, mode == KERNEL_ACCUMULATE ? vf_add(vf_load(yi, n), acc[i]) : acc[i], n);
+        }
     }
 }
 
-void q8_quantize_avx2(const float *x, int32_t k, int32_t blocks, int8_t *codes, float *scales,
-                      int32_t *comp)
+static void q8_quantize_avx2(const float *x, int32_t k, int32_t blocks, int8_t *codes,
+                             float *scales, int32_t *comp)
 {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
@@ -239,3 +183,5 @@ void q8_quantize_avx2(const float *x, int32_t k, int32_t blocks, int8_t *codes, 
         scales[b] = d * 0x1p-7f;
     }
 }
+
+const q8_kernels q8_kernels_avx2 = {q8_kernel_avx2, Q8_R, "avx2", q8_quantize_avx2, true};

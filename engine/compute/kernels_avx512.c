@@ -1,23 +1,20 @@
 /*
- * kernels_avx512.c — the AVX-512 micro-kernels (see kernels.h). Compiled
- * with AVX-512 F/BW/VL/VNNI enabled for this file only; matmul.c calls them
- * only where the CPU has those.
+ * kernels_avx512.c — the AVX-512 tier's kernels (kernels.h). Compiled with
+ * AVX-512 F/BW/VL/VNNI enabled for this file only; tier.c offers them only
+ * where the CPU has those.
  *
- * A panel's 32 columns are two 16-lane vectors. f32 and 16-bit: 8 rows × 2
- * vectors of f32 accumulators, one broadcast x value per row and k. Q8: 4 rows × 2
- * vectors of int32 block (or half-block) sums (vpdpbusd: the weights' code +
- * 128 as the unsigned operand, x's codes as the signed one, the sum ended
- * with -128 × x's code sum so that it is the exact sum of code_w · code_x),
- * and 4 × 2 f32 accumulators that take each sum times its scales, then the
- * offset times x's block sum.
+ * f32 and 16-bit: kernels_common.h's dense kernels, a panel's 32 columns
+ * as two 16-lane vectors, 8 rows. Q8: 4 rows × 2 vectors of int32 block
+ * (or half-block) sums (vpdpbusd: the weights' code + 128 as the unsigned
+ * operand, x's codes as the signed one, the sum ended with -128 × x's code
+ * sum so that it is the exact sum of code_w · code_x), and 4 × 2 f32
+ * accumulators that take each sum times its scales, then the offset times
+ * x's block sum.
  */
 #include <immintrin.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
-
-#include "kernels.h"
-#include "weights.h"
-
-#define UNROLL _Pragma("GCC unroll 8")
 
 /* The first n of 16 lanes. */
 static inline __mmask16 lane_mask(int32_t n)
@@ -25,79 +22,39 @@ static inline __mmask16 lane_mask(int32_t n)
     return n >= 16 ? 0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
 }
 
-static inline __m512 widen_w16(const uint16_t *p, bool bf16)
+#define VL 16
+typedef __m512 vf;
+#define vf_zero()         _mm512_setzero_ps()
+#define vf_set1(s)        _mm512_set1_ps(s)
+#define vf_fma(a, b, c)   _mm512_fmadd_ps(a, b, c)
+#define vf_add(a, b)      _mm512_add_ps(a, b)
+#define vf_load(p, n)     _mm512_maskz_loadu_ps(lane_mask(n), p)
+#define vf_store(p, v, n) _mm512_mask_storeu_ps(p, lane_mask(n), v)
+#define DENSE_ROWS        8
+
+static inline __m512 vf_load_w16(const uint16_t *p, bool bf16)
 {
     __m256i h = _mm256_loadu_si256((const __m256i *)p);
     if (bf16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
     return _mm512_cvtph_ps(h);
 }
 
-static inline void store_row(float *y, __m512 lo, __m512 hi, int32_t n_cols, bool accumulate)
+#include "kernels_common.h"
+
+DEFINE_F32_KERNELS(avx512);
+DEFINE_W16_KERNELS(avx512);
+
+static inline void store_row(float *y, __m512 lo, __m512 hi, int32_t n_cols, kernel_mode mode)
 {
-    const __mmask16 mlo = n_cols >= 16 ? 0xFFFF : (__mmask16)((1u << n_cols) - 1);
-    const __mmask16 mhi = n_cols >= 32   ? 0xFFFF
-                          : n_cols <= 16 ? 0
-                                         : (__mmask16)((1u << (n_cols - 16)) - 1);
-    if (accumulate) {
-        lo = _mm512_add_ps(_mm512_maskz_loadu_ps(mlo, y), lo);
-        hi = _mm512_add_ps(_mm512_maskz_loadu_ps(mhi, y + 16), hi);
+    if (mode == KERNEL_ACCUMULATE) {
+        lo = _mm512_add_ps(vf_load(y, n_cols), lo);
+        hi = _mm512_add_ps(vf_load(y + 16, n_cols - 16), hi);
     }
-    _mm512_mask_storeu_ps(y, mlo, lo);
-    _mm512_mask_storeu_ps(y + 16, mhi, hi);
+    vf_store(y, lo, n_cols);
+    vf_store(y + 16, hi, n_cols - 16);
 }
 
-void f32_kernel_avx512(const float *const *x, int32_t k, const float *w, size_t ldw, float *y,
-                       size_t ldy, int32_t n_rows, int32_t n_cols, bool resume)
-{
-    enum { R = F32_ROWS_AVX512 };
-    const __mmask16 mlo = lane_mask(n_cols), mhi = lane_mask(n_cols - 16);
-    __m512 acc[R][2];
-    UNROLL for (int i = 0; i < R; i++)
-    {
-        const float *yi = y + (size_t)(i < n_rows ? i : 0) * ldy;
-        acc[i][0] = resume ? _mm512_maskz_loadu_ps(mlo, yi) : _mm512_setzero_ps();
-        acc[i][1] = resume ? _mm512_maskz_loadu_ps(mhi, yi + 16) : _mm512_setzero_ps();
-    }
-    for (int32_t kk = 0; kk < k; kk++) {
-        const float *wk = w + (size_t)kk * ldw;
-        const __m512 w0 = _mm512_maskz_loadu_ps(mlo, wk), w1 = _mm512_maskz_loadu_ps(mhi, wk + 16);
-        UNROLL for (int i = 0; i < R; i++)
-        {
-            const __m512 xb = _mm512_set1_ps(x[i][kk]);
-            acc[i][0] = _mm512_fmadd_ps(xb, w0, acc[i][0]);
-            acc[i][1] = _mm512_fmadd_ps(xb, w1, acc[i][1]);
-        }
-    }
-    UNROLL for (int i = 0; i < R; i++) if (i < n_rows)
-    {
-        _mm512_mask_storeu_ps(y + (size_t)i * ldy, mlo, acc[i][0]);
-        _mm512_mask_storeu_ps(y + (size_t)i * ldy + 16, mhi, acc[i][1]);
-    }
-}
-
-void w16_kernel_avx512(const float *const *x, int32_t k, const uint16_t *panel, bool bf16, float *y,
-                       size_t ldy, int32_t n_rows, int32_t n_cols, bool accumulate)
-{
-    enum { R = W16_ROWS_AVX512 };
-    __m512 acc[R][2];
-    UNROLL for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-    for (int32_t kk = 0; kk < k; kk++) {
-        const uint16_t *w = panel + (size_t)kk * LMS_PANEL;
-        const __m512 w0 = widen_w16(w, bf16), w1 = widen_w16(w + 16, bf16);
-        UNROLL for (int i = 0; i < R; i++)
-        {
-            const __m512 xb = _mm512_set1_ps(x[i][kk]);
-            acc[i][0] = _mm512_fmadd_ps(xb, w0, acc[i][0]);
-            acc[i][1] = _mm512_fmadd_ps(xb, w1, acc[i][1]);
-        }
-    }
-    UNROLL for (int i = 0; i < R; i++) if (i < n_rows)
-        store_row(y + (size_t)i * ldy, acc[i][0], acc[i][1], n_cols, accumulate);
-}
-
-enum { Q8_R = Q8_ROWS_AVX512 };
-
-#define INLINE static inline __attribute__((always_inline))
+enum { Q8_R = 4 };
 
 /* 16 int8 as f32. */
 INLINE __m512 widen_i8(const int8_t *p)
@@ -165,8 +122,8 @@ INLINE void q8_part(__m512 acc[Q8_R][2], const q8_act_row *x, int32_t b, const u
     }
 }
 
-void q8_kernel_avx512_vnni(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y,
-                           size_t ldy, int32_t n_rows, int32_t n_cols, bool accumulate)
+static void q8_kernel_avx512_vnni(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y,
+                                  size_t ldy, int32_t n_rows, int32_t n_cols, kernel_mode mode)
 {
     __m512 acc[Q8_R][2];
     UNROLL for (int i = 0; i < Q8_R; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
@@ -206,11 +163,11 @@ void q8_kernel_avx512_vnni(const q8_act_row *x, int32_t blocks, const q8_panel *
         }
     }
     UNROLL for (int i = 0; i < Q8_R; i++) if (i < n_rows)
-        store_row(y + (size_t)i * ldy, acc[i][0], acc[i][1], n_cols, accumulate);
+        store_row(y + (size_t)i * ldy, acc[i][0], acc[i][1], n_cols, mode);
 }
 
-void q8_quantize_avx512(const float *x, int32_t k, int32_t blocks, int8_t *codes, float *scales,
-                        int32_t *comp)
+static void q8_quantize_avx512(const float *x, int32_t k, int32_t blocks, int8_t *codes,
+                               float *scales, int32_t *comp)
 {
     const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
     for (int32_t b = 0; b < blocks; b++) {
@@ -243,3 +200,6 @@ void q8_quantize_avx512(const float *x, int32_t k, int32_t blocks, int8_t *codes
         scales[b] = d * 0x1p-7f;
     }
 }
+
+const q8_kernels q8_kernels_avx512_vnni = {q8_kernel_avx512_vnni, Q8_R, "avx512-vnni",
+                                           q8_quantize_avx512, false};

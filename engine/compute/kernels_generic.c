@@ -1,22 +1,26 @@
 /*
- * kernels_generic.c — the f32 micro-kernel in plain C (see kernels.h), for
- * CPUs without AVX2: the same chain of fused multiply-adds per element as
- * the vector tiers, through fmaf (exact on any CPU, fast only with FMA).
+ * kernels_generic.c — the generic tier's kernel (kernels.h): the f32
+ * dense kernel of kernels_common.h in plain C for any x86-64, one lane per
+ * "vector", each fused multiply-add through fmaf (exact on any CPU, fast
+ * only with FMA).
  */
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 
-#include "kernels.h"
+#include "half.h"
 
-void f32_kernel_generic(const float *const *x, int32_t k, const float *w, size_t ldw, float *y,
-                        size_t ldy, int32_t n_rows, int32_t n_cols, bool resume)
-{
-    for (int32_t i = 0; i < n_rows; i++) {
-        float *yi = y + (size_t)i * ldy;
-        for (int32_t j = 0; j < n_cols; j++) {
-            float acc = resume ? yi[j] : 0.0f;
-            for (int32_t kk = 0; kk < k; kk++)
-                acc = fmaf(x[i][kk], w[(size_t)kk * ldw + j], acc);
-            yi[j] = acc;
-        }
-    }
-}
+#define VL 1
+typedef float vf;
+#define vf_zero()            0.0f
+#define vf_set1(s)           (s)
+#define vf_fma(a, b, c)      fmaf(a, b, c)
+#define vf_add(a, b)         ((a) + (b))
+#define vf_load(p, n)        ((n) > 0 ? *(p) : 0.0f)
+#define vf_store(p, v, n)    ((n) > 0 ? (void)(*(p) = (v)) : (void)0)
+#define vf_load_w16(p, bf16) ((bf16) ? lms_bf16_to_f32(*(p)) : lms_f16_to_f32(*(p)))
+#define DENSE_ROWS           4
+
+#include "kernels_common.h"
+
+DEFINE_F32_KERNELS(generic);

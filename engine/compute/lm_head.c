@@ -188,7 +188,7 @@ static void score_chunk(const lms_model *m, const matmul_config *mm, head_scratc
         if (head->format == LMS_WEIGHTS_F32)
             block_logits(s->h, n, head->f32 + (size_t)v0 * d, nv, d, lg);
         else
-            matmul_block(mm, head, &in, 0, n, v0, v0 + nv, lg, VOCAB_BLOCK, MATMUL_STORE);
+            matmul_block(mm, head, &in, 0, n, v0, v0 + nv, lg, VOCAB_BLOCK, KERNEL_STORE);
         for (int32_t i = 0; i < n; i++) {
             float *row = lg + (size_t)i * VOCAB_BLOCK;
             for (int32_t j = 0; j < n_labels; j++)

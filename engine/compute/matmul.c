@@ -25,29 +25,6 @@ static int32_t ceil_div(int32_t a, int32_t b)
     return (a + b - 1) / b;
 }
 
-void matmul_config_init(matmul_config *cfg, const lms_cpu_features *cpu, bool avx2_only,
-                        int32_t row_tile)
-{
-    *cfg = (matmul_config){.row_tile = row_tile,
-                           .f32_tier = "generic",
-                           .f32 = f32_kernel_generic,
-                           .f32_rows = F32_ROWS_GENERIC};
-    if (!cpu->avx2) return;
-    const bool avx512 = cpu->avx512 && !avx2_only;
-    const bool vnni = cpu->avx512_vnni && !avx2_only;
-    cfg->f32_tier = avx512 ? "avx512" : "avx2";
-    cfg->f32 = avx512 ? f32_kernel_avx512 : f32_kernel_avx2;
-    cfg->f32_rows = avx512 ? F32_ROWS_AVX512 : F32_ROWS_AVX2;
-    cfg->w16_tier = avx512 ? "avx512" : "avx2";
-    cfg->w16 = avx512 ? w16_kernel_avx512 : w16_kernel_avx2;
-    cfg->w16_rows = avx512 ? W16_ROWS_AVX512 : W16_ROWS_AVX2;
-    cfg->q8_tier = vnni ? "avx512-vnni" : "avx2";
-    cfg->q8 = vnni ? q8_kernel_avx512_vnni : q8_kernel_avx2;
-    cfg->q8_rows = vnni ? Q8_ROWS_AVX512 : Q8_ROWS_AVX2;
-    cfg->q8_quantize = avx512 ? q8_quantize_avx512 : q8_quantize_avx2;
-    cfg->q8_wide = !vnni;
-}
-
 matmul_scratch *matmul_scratch_create(int32_t rows, int32_t max_k)
 {
     matmul_scratch *s = calloc(1, sizeof *s);
@@ -77,7 +54,7 @@ void matmul_scratch_free(matmul_scratch *s)
 }
 
 /* x quantised into s (kernels.h), with the blocks' sums when with_sums. */
-static void quantize_rows(const matmul_config *cfg, const float *x, int32_t rows, int32_t k,
+static void quantize_rows(const q8_kernels *q8, const float *x, int32_t rows, int32_t k,
                           bool with_sums, matmul_scratch *s, matmul_input *in)
 {
     const int32_t blocks = ceil_div(k, LMS_Q8_BLOCK);
@@ -85,10 +62,9 @@ static void quantize_rows(const matmul_config *cfg, const float *x, int32_t rows
     for (int32_t r = 0; r < rows; r++) {
         const size_t first = (size_t)r * blocks;
         int8_t *codes = s->codes + first * 2 * LMS_Q8_BLOCK;
-        cfg->q8_quantize(x + (size_t)r * k, k, blocks, codes, s->scales + first,
-                         s->comp + first * 2);
+        q8->quantize(x + (size_t)r * k, k, blocks, codes, s->scales + first, s->comp + first * 2);
         /* once per row here rather than per panel in the kernel */
-        if (cfg->q8_wide)
+        if (q8->wide)
             for (int32_t b = 0; b < blocks; b++)
                 for (int32_t j = 0; j < LMS_Q8_BLOCK; j++)
                     s->wide[(first + b) * LMS_Q8_BLOCK + j] =
@@ -105,41 +81,42 @@ static void quantize_rows(const matmul_config *cfg, const float *x, int32_t rows
     in->scales = s->scales;
     in->comp = s->comp;
     in->sums = s->sums;
-    in->wide = cfg->q8_wide ? s->wide : NULL;
+    in->wide = q8->wide ? s->wide : NULL;
 }
 
 void matmul_prepare(const matmul_config *cfg, const lms_weights *w, const float *x, int32_t rows,
                     matmul_scratch *s, matmul_input *in)
 {
     *in = (matmul_input){.x = x, .rows = rows, .k = w->k};
-    if (w->format == LMS_WEIGHTS_Q8) quantize_rows(cfg, x, rows, w->k, w->offset16, s, in);
+    if (w->format == LMS_WEIGHTS_Q8)
+        quantize_rows(cfg->tier->q8, x, rows, w->k, w->offset16, s, in);
 }
 
-static void block_w16(const matmul_config *cfg, const lms_weights *w, const matmul_input *in,
-                      int32_t r0, int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,
-                      bool accumulate)
+static void panels_w16(const w16_kernels *kernels, const lms_weights *w, const matmul_input *in,
+                       int32_t r0, int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,
+                       kernel_mode mode)
 {
-    const int32_t k = w->k, rows_per_call = cfg->w16_rows;
+    const int32_t k = w->k, rows_per_call = kernels->rows;
     const bool bf16 = w->format == LMS_WEIGHTS_BF16;
     for (int32_t c = c0; c < c1; c += LMS_PANEL) {
         const uint16_t *panel = w->w16 + (size_t)(c / LMS_PANEL) * k * LMS_PANEL;
         const int32_t n_cols = c1 - c < LMS_PANEL ? c1 - c : LMS_PANEL;
         for (int32_t r = r0; r < r1; r += rows_per_call) {
-            const float *x[W16_ROWS_AVX512 > W16_ROWS_AVX2 ? W16_ROWS_AVX512 : W16_ROWS_AVX2];
+            const float *x[KERNEL_MAX_ROWS];
             for (int32_t i = 0; i < rows_per_call; i++)
                 x[i] = in->x + (size_t)(r + i < r1 ? r + i : r1 - 1) * k;
             const int32_t n_rows = r1 - r < rows_per_call ? r1 - r : rows_per_call;
-            cfg->w16(x, k, panel, bf16, y + (size_t)(r - r0) * ldy + (c - c0), ldy, n_rows, n_cols,
-                     accumulate);
+            kernels->fn(x, k, panel, bf16, y + (size_t)(r - r0) * ldy + (c - c0), ldy, n_rows,
+                        n_cols, mode);
         }
     }
 }
 
-static void block_q8(const matmul_config *cfg, const lms_weights *w, const matmul_input *in,
-                     int32_t r0, int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,
-                     bool accumulate)
+static void panels_q8(const q8_kernels *kernels, const lms_weights *w, const matmul_input *in,
+                      int32_t r0, int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,
+                      kernel_mode mode)
 {
-    const int32_t blocks = lms_weights_blocks(w), rows_per_call = cfg->q8_rows;
+    const int32_t blocks = lms_weights_blocks(w), rows_per_call = kernels->rows;
     const int32_t halves = w->layout.halves;
     for (int32_t c = c0; c < c1; c += LMS_PANEL) {
         const size_t p = (size_t)(c / LMS_PANEL), pb = p * blocks;
@@ -155,7 +132,7 @@ static void block_q8(const matmul_config *cfg, const lms_weights *w, const matmu
         };
         const int32_t n_cols = c1 - c < LMS_PANEL ? c1 - c : LMS_PANEL;
         for (int32_t r = r0; r < r1; r += rows_per_call) {
-            q8_act_row x[Q8_ROWS_AVX512 > Q8_ROWS_AVX2 ? Q8_ROWS_AVX512 : Q8_ROWS_AVX2];
+            q8_act_row x[KERNEL_MAX_ROWS];
             for (int32_t i = 0; i < rows_per_call; i++) {
                 const size_t row = (size_t)(r + i < r1 ? r + i : r1 - 1);
                 x[i] = (q8_act_row){in->codes + row * blocks * 2 * LMS_Q8_BLOCK,
@@ -164,31 +141,37 @@ static void block_q8(const matmul_config *cfg, const lms_weights *w, const matmu
                                     in->wide ? in->wide + row * blocks * LMS_Q8_BLOCK : NULL};
             }
             const int32_t n_rows = r1 - r < rows_per_call ? r1 - r : rows_per_call;
-            cfg->q8(x, blocks, &panel, y + (size_t)(r - r0) * ldy + (c - c0), ldy, n_rows, n_cols,
-                    accumulate);
+            kernels->fn(x, blocks, &panel, y + (size_t)(r - r0) * ldy + (c - c0), ldy, n_rows,
+                        n_cols, mode);
         }
+    }
+}
+
+void matmul_panels(const compute_tier *tier, const lms_weights *w, const matmul_input *in,
+                   int32_t r0, int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,
+                   kernel_mode mode)
+{
+    switch (w->format) {
+    case LMS_WEIGHTS_F32:
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, c1 - c0, w->k, 1.0f,
+                    in->x + (size_t)r0 * w->k, w->k, w->f32 + (size_t)c0 * w->k, w->k,
+                    mode == KERNEL_ACCUMULATE ? 1.0f : 0.0f, y, (int)ldy);
+        return;
+    case LMS_WEIGHTS_F16:
+    case LMS_WEIGHTS_BF16:
+        panels_w16(tier->w16, w, in, r0, r1, c0, c1, y, ldy, mode);
+        return;
+    case LMS_WEIGHTS_Q8:
+        panels_q8(tier->q8, w, in, r0, r1, c0, c1, y, ldy, mode);
+        return;
     }
 }
 
 void matmul_block(const matmul_config *cfg, const lms_weights *w, const matmul_input *in,
                   int32_t r0, int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,
-                  matmul_mode mode)
+                  kernel_mode mode)
 {
-    const bool accumulate = mode == MATMUL_ACCUMULATE;
-    switch (w->format) {
-    case LMS_WEIGHTS_F32:
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, c1 - c0, w->k, 1.0f,
-                    in->x + (size_t)r0 * w->k, w->k, w->f32 + (size_t)c0 * w->k, w->k,
-                    accumulate ? 1.0f : 0.0f, y, (int)ldy);
-        return;
-    case LMS_WEIGHTS_F16:
-    case LMS_WEIGHTS_BF16:
-        block_w16(cfg, w, in, r0, r1, c0, c1, y, ldy, accumulate);
-        return;
-    case LMS_WEIGHTS_Q8:
-        block_q8(cfg, w, in, r0, r1, c0, c1, y, ldy, accumulate);
-        return;
-    }
+    cfg->tier->block(cfg->tier, w, in, r0, r1, c0, c1, y, ldy, mode);
 }
 
 void matmul_many(const matmul_config *cfg, const matmul_product *p, int n, const float *x,
@@ -204,7 +187,7 @@ void matmul_many(const matmul_config *cfg, const matmul_product *p, int n, const
         first_tile[i + 1] =
             first_tile[i] + (int64_t)row_tiles * ceil_div(p[i].w->n, MATMUL_COL_TILE);
     }
-    if (q8) quantize_rows(cfg, x, rows, k, sums, s, &in);
+    if (q8) quantize_rows(cfg->tier->q8, x, rows, k, sums, s, &in);
 #pragma omp parallel for schedule(dynamic, 1)
     /* Always inside a parallel region, even for one tile: OpenBLAS runs
      * single-threaded there, so every F32 tile is computed the same way. */
@@ -225,7 +208,7 @@ void matmul_many(const matmul_config *cfg, const matmul_product *p, int n, const
 }
 
 void matmul(const matmul_config *cfg, const lms_weights *w, const float *x, int32_t rows,
-            matmul_mode mode, float *y, matmul_scratch *s)
+            kernel_mode mode, float *y, matmul_scratch *s)
 {
     const matmul_product p = {w, y, mode};
     matmul_many(cfg, &p, 1, x, rows, s);

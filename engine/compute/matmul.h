@@ -22,77 +22,46 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cpu.h"
 #include "kernels.h"
 #include "lmscore.h"
+#include "tier.h"
 #include "weights.h"
 
 /* Output columns per tile: a multiple of LMS_PANEL. */
 #define MATMUL_COL_TILE 512
 
-typedef enum {
-    MATMUL_STORE,      /* y = x·Wᵀ */
-    MATMUL_ACCUMULATE, /* y += x·Wᵀ */
-} matmul_mode;
-
-/* Which kernels run, for an engine's life. */
+/* How an engine multiplies, for its life. */
 typedef struct {
-    const char *f32_tier;           /* "avx512", "avx2", "generic" */
-    const char *w16_tier, *q8_tier; /* "avx512", "avx512-vnni", "avx2"; NULL: unavailable */
-    f32_kernel_fn *f32;             /* attention's products (attention.c) */
-    int32_t f32_rows;
-    w16_kernel_fn *w16;
-    int32_t w16_rows;
-    q8_kernel_fn *q8;
-    int32_t q8_rows;
-    q8_quantize_fn *q8_quantize;
-    bool q8_wide;     /* the Q8 kernel reads q8_act_row.wide */
+    const compute_tier *tier;
     int32_t row_tile; /* rows per tile: a multiple of the BLAS row period */
 } matmul_config;
-
-/* The fastest kernels the CPU runs, AVX2 ones only when avx2_only. Without
- * AVX2 the f32 kernel is plain C and the 16-bit and Q8 formats are
- * unavailable (tiers NULL). */
-void matmul_config_init(matmul_config *cfg, const lms_cpu_features *cpu, bool avx2_only,
-                        int32_t row_tile);
 
 /* Room to quantise up to rows × k of x (Q8 weights). */
 typedef struct matmul_scratch matmul_scratch;
 matmul_scratch *matmul_scratch_create(int32_t rows, int32_t max_k);
 void matmul_scratch_free(matmul_scratch *s);
 
-/* x as w's kernels read it. */
-typedef struct {
-    const float *x; /* [rows × k] */
-    int32_t rows, k;
-    const int8_t *codes; /* Q8: [rows × blocks × 2 × LMS_Q8_BLOCK] (q8_act_row) */
-    const float *scales; /* Q8: [rows × blocks] */
-    const int32_t *comp; /* Q8: [rows × blocks × 2] */
-    const float *sums;   /* Q8 with offsets: [rows × blocks] (q8_act_row.sum) */
-    const int16_t *wide; /* Q8 when cfg->q8_wide: [rows × blocks × LMS_Q8_BLOCK] */
-} matmul_input;
-
 /* Prepares x[rows × w->k] for w: quantises it into s for Q8 weights. */
 void matmul_prepare(const matmul_config *cfg, const lms_weights *w, const float *x, int32_t rows,
                     matmul_scratch *s, matmul_input *in);
 
-/* Rows [r0, r1) × columns [c0, c1) of y = x·Wᵀ, on the calling thread; c0
- * a multiple of LMS_PANEL, y the result's element (r0, c0) with row stride
- * ldy. */
+/* Rows [r0, r1) × columns [c0, c1) of y = x·Wᵀ (KERNEL_STORE) or y +=
+ * x·Wᵀ (KERNEL_ACCUMULATE) on the calling thread, through the tier's tile
+ * function (kernels.h's matmul_block_fn). */
 void matmul_block(const matmul_config *cfg, const lms_weights *w, const matmul_input *in,
                   int32_t r0, int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,
-                  matmul_mode mode);
+                  kernel_mode mode);
 
-/* y[rows × w->n] (=|+=) x[rows × w->k] · Wᵀ over the tile grid, in
- * parallel. s: room for rows × w->k (only Q8 uses it). */
+/* y[rows × w->n] (= or += by mode) x[rows × w->k] · Wᵀ over the tile grid,
+ * in parallel. s: room for rows × w->k (only Q8 uses it). */
 void matmul(const matmul_config *cfg, const lms_weights *w, const float *x, int32_t rows,
-            matmul_mode mode, float *y, matmul_scratch *s);
+            kernel_mode mode, float *y, matmul_scratch *s);
 
 /* One product of matmul_many: y (=|+=) x · Wᵀ. */
 typedef struct {
     const lms_weights *w;
     float *y;
-    matmul_mode mode;
+    kernel_mode mode;
 } matmul_product;
 
 #define MATMUL_MAX_PRODUCTS 3

@@ -106,12 +106,6 @@ LMS_HOT void vec_swiglu(float *gate, const float *up, size_t n)
     }
 }
 
-LMS_HOT void vec_axpy(float *y, float a, const float *x, int32_t n)
-{
-    for (int32_t i = 0; i < n; i++)
-        y[i] += a * x[i];
-}
-
 void vec_add(float *y, const float *x, int32_t n)
 {
     for (int32_t i = 0; i < n; i++)

@@ -35,8 +35,6 @@ float vec_max(const float *x, int32_t n);
 void vec_scale(float *x, int32_t n, float s);
 /* gate[i] = silu(gate[i]) * up[i] */
 void vec_swiglu(float *gate, const float *up, size_t n);
-/* y += a * x */
-void vec_axpy(float *y, float a, const float *x, int32_t n);
 void vec_add(float *y, const float *x, int32_t n);
 
 #endif

@@ -178,8 +178,9 @@ typedef struct {
  *         they are, others quantised as ggml's Q8_0 does), activations
  *         quantised per row and block of 32, exact integer block sums
  *
- * BF16 and INT8 need AVX2, FMA and F16C; without them the engine runs f32
- * and says why (lms_model_info.precision_reason). */
+ * BF16 and INT8 need a compute tier with 16-bit and int8 kernels (AVX2,
+ * FMA and F16C at least); without one the engine runs f32 and says why
+ * (lms_model_info.precision_reason). */
 typedef enum {
     LMS_PRECISION_AUTO = 0,
     LMS_PRECISION_F32 = 1,
@@ -201,8 +202,18 @@ typedef struct {
     int32_t max_sequence_tokens;   /* sequence_too_long above this; default context length */
     lms_stop open_stop;      /* polled while lms_engine_open converts the weights; default never */
     lms_precision precision; /* default AUTO */
-    bool avx2_only;          /* run the AVX2 kernels even where AVX-512 is present */
+    /* The compute tier (instruction set of the kernels): NULL or "auto"
+     * for the fastest the CPU runs, else one of lms_isa_names(); a tier the
+     * CPU cannot run fails lms_engine_open. Every tier gives the same
+     * numbers. */
+    const char *isa;
 } lms_engine_options;
+
+/* "auto|" and the compute tiers' names, fastest first, '|'-separated
+ * (static storage). */
+const char *lms_isa_names(void);
+/* Is name "auto" or a compute tier's name? */
+bool lms_isa_known(const char *name);
 
 void lms_engine_options_default(lms_engine_options *opt);
 
@@ -225,7 +236,8 @@ typedef struct {
     const char *precision;
     char precision_reason[200]; /* why: the option, the checkpoint, the CPU */
     char weights[96];           /* the projections' formats, e.g. "q8 x197" */
-    char kernels[64];           /* e.g. "int8 avx512-vnni, 16-bit avx512" */
+    const char *isa;            /* the compute tier, e.g. "avx2" (static storage) */
+    char kernels[64];           /* by format, e.g. "int8 avx512-vnni, 16-bit avx512" */
     int64_t weight_bytes;       /* the projections and embedding as held */
     int64_t parameters;         /* their element count */
 } lms_model_info;

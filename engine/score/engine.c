@@ -10,6 +10,7 @@
 
 #include "blas_probe.h"
 #include "cpu.h"
+#include "tier.h"
 #include "gguf.h"
 #include "matmul.h"
 #include "names.h"
@@ -102,8 +103,14 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
 
     lms_cpu_features cpu;
     lms_cpu_detect(&cpu);
-    const lms_load_options load = {e->opt.precision, cpu.avx2, e->opt.open_stop};
-    lms_status st = lms_model_load(model_path, &load, &e->model, err);
+    const compute_tier *tier;
+    lms_status st = compute_tier_select(e->opt.isa, &cpu, &tier, err);
+    if (st != LMS_OK) goto fail;
+    const lms_load_options load = {e->opt.precision,
+                                   compute_tier_multiplies(tier, LMS_WEIGHTS_BF16) &&
+                                       compute_tier_multiplies(tier, LMS_WEIGHTS_Q8),
+                                   e->opt.open_stop};
+    st = lms_model_load(model_path, &load, &e->model, err);
     if (st != LMS_OK) goto fail;
     const lms_model_config *c = &e->model->cfg;
     if (e->opt.max_sequence_tokens == 0) e->opt.max_sequence_tokens = c->context_length;
@@ -137,7 +144,7 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
     if (n_shapes) st = blas_row_period(shapes, n_shapes, &e->row_period, err);
     if (st != LMS_OK) goto fail;
     e->tune.block_rows = attn_block_rows(e->row_period);
-    matmul_config_init(&e->tune.matmul, &cpu, e->opt.avx2_only, blas_block_rows(e->row_period));
+    e->tune.matmul = (matmul_config){tier, blas_block_rows(e->row_period)};
 
     e->cache = prefix_cache_create(e->opt.prefix_cache_bytes);
     if (!e->cache) {
@@ -179,16 +186,17 @@ static void describe_weights(const lms_engine *e, lms_model_info *out)
             used += (size_t)snprintf(out->weights + used, sizeof out->weights - used, "%s%s x%d",
                                      used ? ", " : "",
                                      lms_weights_format_name((lms_weights_format)f), counts[f]);
-    const matmul_config *mm = &e->tune.matmul;
+    const compute_tier *tier = e->tune.matmul.tier;
+    out->isa = tier->name;
     used = 0;
     if (counts[LMS_WEIGHTS_F32])
         used += (size_t)snprintf(out->kernels, sizeof out->kernels, "f32 openblas");
     if ((counts[LMS_WEIGHTS_F16] || counts[LMS_WEIGHTS_BF16]) && used < sizeof out->kernels)
         used += (size_t)snprintf(out->kernels + used, sizeof out->kernels - used, "%s16-bit %s",
-                                 used ? ", " : "", mm->w16_tier);
+                                 used ? ", " : "", tier->w16->isa);
     if (counts[LMS_WEIGHTS_Q8] && used < sizeof out->kernels)
         snprintf(out->kernels + used, sizeof out->kernels - used, "%sint8 %s", used ? ", " : "",
-                 mm->q8_tier);
+                 tier->q8->isa);
 }
 
 void lms_engine_model_info(const lms_engine *e, lms_model_info *out)

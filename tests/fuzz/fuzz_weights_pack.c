@@ -38,29 +38,33 @@ static bool same_bits(const float *a, const float *b, size_t n)
     return true;
 }
 
-/* x·Wᵀ on the AVX2 tier and, where the CPU has it, the AVX-512 one. */
+/* x·Wᵀ on every tier the CPU runs that multiplies w's format: the same
+ * bits on each. */
 static void multiply(const lms_weights *w, const float *x, int32_t rows)
 {
     lms_cpu_features cpu;
     lms_cpu_detect(&cpu);
-    if (!cpu.avx2) return;
-    float *y[2] = {calloc((size_t)rows * w->n, sizeof(float)),
-                   calloc((size_t)rows * w->n, sizeof(float))};
+    float *first = calloc((size_t)rows * w->n, sizeof(float));
+    float *y = calloc((size_t)rows * w->n, sizeof(float));
     matmul_scratch *s = matmul_scratch_create(rows, w->k);
-    if (!y[0] || !y[1] || !s) abort();
-    for (int t = 0; t < (cpu.avx512 ? 2 : 1); t++) {
-        matmul_config cfg;
-        matmul_config_init(&cfg, &cpu, t == 0, 8);
-        matmul(&cfg, w, x, rows, MATMUL_ACCUMULATE, y[t], s);
-    }
-    if (cpu.avx512 && !same_bits(y[0], y[1], (size_t)rows * w->n)) {
-        fprintf(stderr, "the AVX2 and AVX-512 kernels differ on a %s matrix\n",
-                lms_weights_format_name(w->format));
-        abort();
+    if (!first || !y || !s) abort();
+    const compute_tier *first_tier = NULL;
+    for (const compute_tier *const *t = compute_tiers; *t; t++) {
+        if (!(*t)->runs_on(&cpu) || !compute_tier_multiplies(*t, w->format)) continue;
+        memset(y, 0, (size_t)rows * w->n * sizeof *y);
+        const matmul_config cfg = {*t, 8};
+        matmul(&cfg, w, x, rows, KERNEL_ACCUMULATE, first_tier ? y : first, s);
+        if (!first_tier) {
+            first_tier = *t;
+        } else if (!same_bits(first, y, (size_t)rows * w->n)) {
+            fprintf(stderr, "the %s and %s tiers differ on a %s matrix\n", first_tier->name,
+                    (*t)->name, lms_weights_format_name(w->format));
+            abort();
+        }
     }
     matmul_scratch_free(s);
-    free(y[0]);
-    free(y[1]);
+    free(first);
+    free(y);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

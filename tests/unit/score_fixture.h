@@ -5,8 +5,10 @@
  * The environment can run a test program in another precision:
  * LMSCORE_TEST_MODEL names the model file under the build tree's models/
  * (default tiny-qwen3.gguf), LMSCORE_TEST_PRECISION the precision (auto,
- * f32, bf16, int8; default: the options'), LMSCORE_TEST_ISA=avx2 forces the
- * AVX2 kernels.
+ * f32, bf16, int8; default: the options'), LMSCORE_TEST_ISA the compute tier
+ * (default: the options'). A tier the CPU cannot run, or one that does not
+ * multiply in the precision asked for, skips the program with exit code
+ * FIXTURE_SKIPPED, which CTest reports as skipped.
  */
 #ifndef LMS_TEST_SCORE_FIXTURE_H
 #define LMS_TEST_SCORE_FIXTURE_H
@@ -18,6 +20,8 @@
 #include <string.h>
 
 #include "lmscore.h"
+
+#define FIXTURE_SKIPPED 77
 
 /* The options a test starts from and changes: the engine's defaults. */
 static inline lms_engine_options fixture_options(void)
@@ -39,12 +43,25 @@ static inline lms_engine *fixture_open(const lms_engine_options *opt)
         fprintf(stderr, "LMSCORE_TEST_PRECISION=%s: unknown precision\n", precision);
         return NULL;
     }
-    if (isa) o.avx2_only = strcmp(isa, "avx2") == 0;
+    if (isa) o.isa = isa;
     lms_engine *e = NULL;
     lms_error err = {0};
     if (lms_engine_open(path, &o, &e, &err) != LMS_OK) {
+        if (err.status == LMS_ERR_UNSUPPORTED && !strcmp(err.field, "isa")) {
+            printf("skipped: %s\n", err.msg);
+            exit(FIXTURE_SKIPPED);
+        }
         fprintf(stderr, "cannot open %s: %s\n", path, err.msg);
         return NULL;
+    }
+    lms_model_info mi;
+    lms_engine_model_info(e, &mi);
+    if (precision && o.precision != LMS_PRECISION_AUTO &&
+        strcmp(mi.precision, lms_precision_name(o.precision)) != 0) {
+        printf("skipped: the %s tier runs %s as %s (%s)\n", mi.isa, precision, mi.precision,
+               mi.precision_reason);
+        lms_engine_close(e);
+        exit(FIXTURE_SKIPPED);
     }
     return e;
 }

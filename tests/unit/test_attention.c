@@ -3,8 +3,9 @@
  * double-precision reference of attention.h's visibility rules, in segment
  * and dense mode: a packed request, an extend over cached rows, independent
  * sequences, items shorter and longer than a block, at several row periods,
- * on every kernel tier the CPU runs. Padding rows must come out as exact
- * zeros; the modes and tiers must give the same bits; and a row's output
+ * on each compute tier (tier_fixture.h) and the generic tier as the
+ * reference. Padding rows must come out as exact zeros; the modes and
+ * tiers must give the same bits; and a row's output
  * must not depend on how its batch is laid out (packed, one sequence, or an
  * extend over the prefix's cached rows).
  */
@@ -21,8 +22,8 @@
 
 #include "attention.h"
 #include "blas_probe.h"
-#include "cpu.h"
 #include "kernels.h"
+#include "tier_fixture.h"
 
 #define N_HEADS    4
 #define N_KV_HEADS 2
@@ -127,30 +128,17 @@ static void reference(const batch *b, const float *q, const float *k, const floa
     free(w);
 }
 
-/* The f32 kernel tiers this CPU runs. */
-typedef struct {
-    const char *name;
-    f32_kernel_fn *fn;
-    int32_t rows;
-} tier;
-
-static int cpu_tiers(tier *out)
-{
-    lms_cpu_features cpu;
-    lms_cpu_detect(&cpu);
-    int n = 0;
-    out[n++] = (tier){"generic", f32_kernel_generic, F32_ROWS_GENERIC};
-    if (cpu.avx2) out[n++] = (tier){"avx2", f32_kernel_avx2, F32_ROWS_AVX2};
-    if (cpu.avx512) out[n++] = (tier){"avx512", f32_kernel_avx512, F32_ROWS_AVX512};
-    return n;
-}
+/* The tiers under test (main), then the generic tier as the reference
+ * every tier must equal bit for bit. */
+static const compute_tier *tiers[FIXTURE_MAX_TIERS + 1];
+static int n_tiers;
 
 /* attn_run over layout l with kernel tier k. */
-static void run_layout(const attn_layout *l, int32_t block_rows, const tier *k, int32_t cached,
-                       const float *q, const float *kk, const float *v, const float *ck,
-                       const float *cv, float *out)
+static void run_layout(const attn_layout *l, int32_t block_rows, const compute_tier *k,
+                       int32_t cached, const float *q, const float *kk, const float *v,
+                       const float *ck, const float *cv, float *out)
 {
-    const attn_geometry geo = {N_HEADS, N_KV_HEADS, HEAD_DIM, block_rows, k->fn, k->rows};
+    const attn_geometry geo = {N_HEADS, N_KV_HEADS, HEAD_DIM, block_rows, k->f32};
     attn_plan *plan = NULL;
     lms_error err = {0};
     assert_int_equal(attn_plan_create(l, &geo, cached, &plan, &err), LMS_OK);
@@ -179,11 +167,9 @@ static void check_batch(const batch *b, int32_t period, uint64_t seed)
     fill(cv, (size_t)b->cached * KV_DIM, seed + 4);
     reference(b, q, k, v, ck, cv, ref);
 
-    tier tiers[3];
-    const int n_tiers = cpu_tiers(tiers);
     for (int run = 0; run < 2 * n_tiers; run++) {
         const int dense = run % 2;
-        const tier *tr = &tiers[run / 2];
+        const compute_tier *tr = tiers[run / 2];
         const attn_layout l = {.n_rows = t,
                                .prefix_rows = b->prefix,
                                .n_segments = b->n_segs,
@@ -195,7 +181,7 @@ static void check_batch(const batch *b, int32_t period, uint64_t seed)
         if (run == 0) memcpy(first, out, (size_t)t * Q_DIM * sizeof *out);
         if (memcmp(first, out, (size_t)t * Q_DIM * sizeof *out))
             fail_msg("%s mode on the %s kernels differs from segment mode on %s",
-                     dense ? "dense" : "segment", tr->name, tiers[0].name);
+                     dense ? "dense" : "segment", tr->name, tiers[0]->name);
         for (int32_t r = 0; r < t; r++) {
             const bool padding = r >= b->prefix && segment_of(b, r) < 0;
             for (int32_t i = 0; i < Q_DIM; i++) {
@@ -278,10 +264,8 @@ static void test_layout_does_not_change_a_row(void **state)
         seq[i] = malloc((size_t)T * width[i] * sizeof(float));
         fill(in[i], (size_t)T * width[i], 11 + (uint64_t)i);
     }
-    tier tiers[3];
-    const int n_tiers = cpu_tiers(tiers);
     for (int ti = 0; ti < n_tiers; ti++) {
-        const tier *tr = &tiers[ti];
+        const compute_tier *tr = tiers[ti];
         const int32_t begin[2] = {P, P + A}, end[2] = {P + A, T};
         const attn_layout pack = {T, P, 2, begin, end, false};
         run_layout(&pack, 384, tr, 0, in[0], in[1], in[2], NULL, NULL, packed);
@@ -316,6 +300,12 @@ static void test_layout_does_not_change_a_row(void **state)
 
 int main(void)
 {
+    n_tiers = fixture_tiers(tiers);
+    bool generic = false;
+    for (int i = 0; i < n_tiers; i++)
+        generic |= !strcmp(tiers[i]->name, "generic");
+    for (const compute_tier *const *t = compute_tiers; *t && !generic; t++)
+        if (!strcmp((*t)->name, "generic")) tiers[n_tiers++] = *t;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_packed_request),
         cmocka_unit_test(test_extend_over_cached_rows),

@@ -1,226 +1,21 @@
 /*
- * test_matmul.c — the packed weight formats (model/weights*.c) and the
- * projection kernels (compute/matmul.c, kernels_*.c): every element of a
- * packed matrix is the value weights_pack.h promises; every tier's product
- * is, bit for bit, the sequence of operations kernels.h documents, computed
- * here in plain C; rows do not depend on the batch around them; the
- * activation quantiser matches its definition. Shapes are odd on purpose:
- * columns not a multiple of the panel, k not a multiple of the block.
+ * test_matmul.c — the projections (compute/matmul.c) and the kernels under
+ * them (kernels_*.c), on each compute tier (tier_fixture.h): every tier's
+ * product is, bit for bit, the sequence of operations kernels.h documents,
+ * computed here in plain C; rows do not depend on the batch around them;
+ * the activation quantiser matches its definition. Shapes are odd on
+ * purpose: columns not a multiple of the panel, k not a multiple of the
+ * block.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
-#include <math.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "alloc.h"
-#include "cpu.h"
-#include "ggml_blocks.h"
-#include "half.h"
 #include "matmul.h"
-#include "weights_pack.h"
-
-static float uniform(uint64_t *s)
-{
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((double)(*s >> 40) / (double)(1 << 24)) * 2.0f - 1.0f;
-}
-
-/* A stored tensor of type made from f32 values: its bytes (Q8_0 by ggml's
- * reference quantiser, written out here independently of the engine). */
-static unsigned char *store(lms_dtype type, const float *v, int32_t n, int32_t k)
-{
-    const size_t count = (size_t)n * k;
-    unsigned char *out = malloc(count * 4);
-    assert_non_null(out);
-    for (size_t i = 0; i < count; i++) {
-        if (type == LMS_DTYPE_F32) memcpy(out + 4 * i, &v[i], 4);
-        uint16_t h = type == LMS_DTYPE_F16 ? lms_f32_to_f16(v[i]) : lms_f32_to_bf16(v[i]);
-        if (type == LMS_DTYPE_F16 || type == LMS_DTYPE_BF16) memcpy(out + 2 * i, &h, 2);
-    }
-    if (type == LMS_DTYPE_Q8_0) {
-        for (size_t b = 0; b < count / 32; b++) {
-            float amax = 0.0f;
-            for (int i = 0; i < 32; i++)
-                amax = fmaxf(amax, fabsf(v[32 * b + i]));
-            const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-            const uint16_t dh = lms_f32_to_f16(d);
-            memcpy(out + 34 * b, &dh, 2);
-            for (int i = 0; i < 32; i++)
-                out[34 * b + 2 + i] = (unsigned char)(int8_t)roundf(v[32 * b + i] * id);
-        }
-    }
-    return out;
-}
-
-/* Where a block type keeps its f16 scales (d, and dmin or m): offsets in
- * the block, -1 for none. */
-static void scale_fields(lms_dtype type, int *d, int *dmin)
-{
-    *d = type == LMS_DTYPE_Q6_K ? 208 : 0;
-    *dmin = type == LMS_DTYPE_Q4_1 || type == LMS_DTYPE_Q5_1 || type == LMS_DTYPE_Q4_K ||
-                    type == LMS_DTYPE_Q5_K
-                ? 2
-                : -1;
-}
-
-/* n × k values stored as a block type: random bytes, so every code,
- * sub-scale and sub-minimum occurs; with sane scales (finite, |d| and
- * |dmin| of 2^-10 to 2^-5, either sign) or, when wild, the random bits
- * (NaN, infinities, subnormals). */
-static unsigned char *random_blocks(lms_dtype type, int32_t n, int32_t k, uint64_t seed, bool wild)
-{
-    const size_t n_blocks = (size_t)n * k / lms_dtype_block_elements(type);
-    const size_t bytes = lms_dtype_block_bytes(type);
-    unsigned char *out = malloc(n_blocks * bytes);
-    assert_non_null(out);
-    for (size_t i = 0; i < n_blocks * bytes; i++)
-        out[i] = (unsigned char)(uniform(&seed) * 128.0f + 128.0f);
-    int fields[2];
-    scale_fields(type, &fields[0], &fields[1]);
-    for (size_t b = 0; b < n_blocks && !wild; b++)
-        for (int f = 0; f < 2; f++) {
-            if (fields[f] < 0) continue;
-            const uint16_t h = lms_f32_to_f16(ldexpf(uniform(&seed), -5));
-            memcpy(out + b * bytes + fields[f], &h, 2);
-        }
-    return out;
-}
-
-static bool same_bits(float a, float b)
-{
-    return memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b));
-}
-
-/* Element i of a tensor stored as type (bytes src; f32 holds the values
- * an F32 tensor stores). */
-static float stored_value(lms_dtype type, const unsigned char *src, const float *f32, size_t i)
-{
-    uint16_t h;
-    switch (type) {
-    case LMS_DTYPE_F16:
-    case LMS_DTYPE_BF16:
-        memcpy(&h, src + 2 * i, 2);
-        return type == LMS_DTYPE_F16 ? lms_f16_to_f32(h) : lms_bf16_to_f32(h);
-    case LMS_DTYPE_Q8_0:
-        memcpy(&h, src + 34 * (i / 32), 2);
-        return (float)(int8_t)src[34 * (i / 32) + 2 + i % 32] * lms_f16_to_f32(h);
-    default:
-        return f32[i];
-    }
-}
-
-/* The value weights_pack.h promises for element i packed as format. */
-static float expected(lms_dtype type, const unsigned char *src, const float *f32, size_t i,
-                      lms_weights_format format)
-{
-    const float stored = stored_value(type, src, f32, i);
-    if (format == LMS_WEIGHTS_F16 || (format == LMS_WEIGHTS_BF16 && type == LMS_DTYPE_BF16))
-        return stored;
-    if (format == LMS_WEIGHTS_BF16) return lms_bf16_to_f32(lms_f32_to_bf16(stored));
-    if (type == LMS_DTYPE_Q8_0) return stored;
-    /* Q8 from floats: ggml's Q8_0 of the element's block of 32 */
-    float amax = 0.0f;
-    for (size_t j = i / 32 * 32; j < i / 32 * 32 + 32; j++)
-        amax = fmaxf(amax, fabsf(stored_value(type, src, f32, j)));
-    const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-    return (float)(int8_t)roundf(stored * id) * lms_f16_to_f32(lms_f32_to_f16(d));
-}
-
-/* A packed n × k matrix of format from stored type; frees nothing: the
- * caller lms_free's *buffer. */
-static lms_weights pack(lms_dtype type, const unsigned char *src, lms_weights_format format,
-                        int32_t n, int32_t k, void **buffer)
-{
-    lms_weights w;
-    lms_error err = {0};
-    assert_int_equal(lms_weights_alloc(&w, type, format, n, k, buffer, &err), LMS_OK);
-    const lms_pack_job job = {type, src, &w, false};
-    assert_int_equal(lms_pack_run(&job, 1, NULL, &err), LMS_OK);
-    return w;
-}
-
-/* Every (stored type, format) pair: lms_weights_row gives the promised
- * value of every element, on 45 × 96 (Q8_0) or 45 × 70 matrices. */
-static void test_packed_values(void **state)
-{
-    (void)state;
-    const lms_dtype types[] = {LMS_DTYPE_F32, LMS_DTYPE_F16, LMS_DTYPE_BF16, LMS_DTYPE_Q8_0};
-    const lms_weights_format formats[] = {LMS_WEIGHTS_F16, LMS_WEIGHTS_BF16, LMS_WEIGHTS_Q8};
-    for (size_t t = 0; t < 4; t++) {
-        /* k a multiple of 32 for Q8_0 (whole blocks), and for Q8 from
-         * floats (its reference reads whole blocks) */
-        const int32_t n = 45, k = 96;
-        uint64_t seed = 3 + t;
-        float *v = malloc((size_t)n * k * sizeof *v), *row = malloc((size_t)k * sizeof *row);
-        for (size_t i = 0; i < (size_t)n * k; i++)
-            v[i] = uniform(&seed) * (i % 7 == 0 ? 40.0f : 1.0f);
-        unsigned char *src = store(types[t], v, n, k);
-        for (size_t f = 0; f < 3; f++) {
-            if (!lms_pack_supported(types[t], formats[f])) continue;
-            void *buffer;
-            const lms_weights w = pack(types[t], src, formats[f], n, k, &buffer);
-            for (int32_t r = 0; r < n; r++) {
-                lms_weights_row(&w, r, row);
-                for (int32_t i = 0; i < k; i++) {
-                    const float want = expected(types[t], src, v, (size_t)r * k + i, formats[f]);
-                    if (memcmp(&row[i], &want, sizeof want))
-                        fail_msg("%s -> %s: [%d][%d] = %.9g, want %.9g", lms_dtype_name(types[t]),
-                                 lms_weights_format_name(formats[f]), r, i, row[i], want);
-                }
-            }
-            lms_free(buffer);
-        }
-        free(src);
-        free(v);
-        free(row);
-    }
-}
-
-/* Every block type packed as Q8 keeps ggml's values exactly: each
- * element equals the decoder's (ggml_blocks.h: ggml's bit for bit), sane
- * and wild scales alike (NaN where it gives NaN); as BF16 their bf16
- * rounding. */
-static void test_packed_block_values(void **state)
-{
-    (void)state;
-    const lms_dtype types[] = {LMS_DTYPE_Q4_0, LMS_DTYPE_Q4_1, LMS_DTYPE_Q5_0, LMS_DTYPE_Q5_1,
-                               LMS_DTYPE_Q8_0, LMS_DTYPE_Q4_K, LMS_DTYPE_Q5_K, LMS_DTYPE_Q6_K};
-    const int32_t n = 45, k = 512;
-    float *want = malloc((size_t)n * k * sizeof *want), *row = malloc((size_t)k * sizeof *row);
-    for (size_t t = 0; t < sizeof types / sizeof *types; t++)
-        for (int wild = 0; wild < 2; wild++) {
-            unsigned char *src = random_blocks(types[t], n, k, 7 + t, wild);
-            lms_ggml_blocks_to_f32(types[t], src,
-                                   (size_t)n * k / lms_dtype_block_elements(types[t]), want);
-            const lms_weights_format formats[] = {LMS_WEIGHTS_Q8, LMS_WEIGHTS_BF16};
-            for (size_t f = 0; f < 2; f++) {
-                void *buffer;
-                const lms_weights w = pack(types[t], src, formats[f], n, k, &buffer);
-                for (int32_t r = 0; r < n; r++) {
-                    lms_weights_row(&w, r, row);
-                    for (int32_t i = 0; i < k; i++) {
-                        float v = want[(size_t)r * k + i];
-                        if (formats[f] == LMS_WEIGHTS_BF16) v = lms_bf16_to_f32(lms_f32_to_bf16(v));
-                        if (!same_bits(row[i], v))
-                            fail_msg("%s%s -> %s: [%d][%d] = %a, want %a", lms_dtype_name(types[t]),
-                                     wild ? " (wild scales)" : "",
-                                     lms_weights_format_name(formats[f]), r, i, (double)row[i],
-                                     (double)v);
-                    }
-                }
-                lms_free(buffer);
-            }
-            free(src);
-        }
-    free(want);
-    free(row);
-}
+#include "tier_fixture.h"
+#include "weights_fixture.h"
 
 /* The kernels' arithmetic, per kernels.h, in plain C from the packed
  * values (16-bit) or codes (Q8, with x quantised by the tier's quantiser). */
@@ -264,18 +59,9 @@ static float reference_element(const lms_weights *w, const matmul_input *in, int
     return acc;
 }
 
-/* The kernels of every tier this CPU runs (AVX2, then AVX-512) in out[];
- * skips the test on a CPU without AVX2. */
-static int tier_configs(matmul_config out[2])
-{
-    lms_cpu_features cpu;
-    lms_cpu_detect(&cpu);
-    if (!cpu.avx2) skip();
-    int n = 0;
-    matmul_config_init(&out[n++], &cpu, true, 8);
-    if (cpu.avx512) matmul_config_init(&out[n++], &cpu, false, 8);
-    return n;
-}
+/* The tiers under test (main), as projection set-ups with 8-row tiles. */
+static matmul_config tiers[FIXTURE_MAX_TIERS];
+static int n_tiers;
 
 /* Store and accumulate, 1..40 rows, on every tier: the exact reference;
  * and each row alone equals the row inside the batch. The matrices: each
@@ -284,8 +70,6 @@ static int tier_configs(matmul_config out[2])
 static void test_kernels_are_the_reference(void **state)
 {
     (void)state;
-    matmul_config tier[2];
-    const int n_tiers = tier_configs(tier);
     const struct {
         lms_dtype type;
         lms_weights_format format;
@@ -321,12 +105,13 @@ static void test_kernels_are_the_reference(void **state)
         for (int32_t r = 0; r < n; r++)
             lms_weights_row(&w, r, wrows + (size_t)r * k);
         for (int ti = 0; ti < n_tiers; ti++) {
-            const matmul_config cfg = tier[ti];
+            const matmul_config cfg = tiers[ti];
+            if (!compute_tier_multiplies(cfg.tier, w.format)) continue;
             for (int32_t rows = 1; rows <= max_rows; rows += 13) {
                 for (int mode = 0; mode < 2; mode++) {
                     for (size_t i = 0; i < (size_t)rows * n; i++)
                         y[i] = (float)i * 0.25f;
-                    matmul(&cfg, &w, x, rows, mode ? MATMUL_ACCUMULATE : MATMUL_STORE, y, s);
+                    matmul(&cfg, &w, x, rows, mode ? KERNEL_ACCUMULATE : KERNEL_STORE, y, s);
                     matmul_input in;
                     matmul_prepare(&cfg, &w, x, rows, s, &in);
                     for (int32_t r = 0; r < rows; r++)
@@ -336,15 +121,15 @@ static void test_kernels_are_the_reference(void **state)
                             const float got = y[(size_t)r * n + c];
                             if (memcmp(&got, &want, sizeof got))
                                 fail_msg("%s as %s on %s, %d rows, %s: [%d][%d] = %.9g, want %.9g",
-                                         name, format, tier[ti].w16_tier, rows,
+                                         name, format, tiers[ti].tier->name, rows,
                                          mode ? "accumulate" : "store", r, c, got, want);
                         }
                     if (mode) continue;
                     for (int32_t r = 0; r < rows; r++) {
-                        matmul(&cfg, &w, x + (size_t)r * k, 1, MATMUL_STORE, alone, s1);
+                        matmul(&cfg, &w, x + (size_t)r * k, 1, KERNEL_STORE, alone, s1);
                         if (memcmp(alone, y + (size_t)r * n, (size_t)n * sizeof *alone))
                             fail_msg("%s as %s on %s: row %d alone differs from row %d of %d", name,
-                                     format, tier[ti].w16_tier, r, r, rows);
+                                     format, tiers[ti].tier->name, r, r, rows);
                     }
                 }
             }
@@ -369,8 +154,6 @@ static void test_kernels_are_the_reference(void **state)
 static void test_many_products_equal_single_calls(void **state)
 {
     (void)state;
-    matmul_config tier[2];
-    const int n_tiers = tier_configs(tier);
     const struct {
         lms_dtype type;
         lms_weights_format format;
@@ -399,25 +182,27 @@ static void test_many_products_equal_single_calls(void **state)
     }
     matmul_scratch *s = matmul_scratch_create(MAX_ROWS, K);
     assert_true(s && one);
-    for (int ti = 0; ti < n_tiers; ti++)
+    for (int ti = 0; ti < n_tiers; ti++) {
+        if (!compute_tier_multiplies(tiers[ti].tier, LMS_WEIGHTS_Q8)) continue;
         for (int32_t rows = 1; rows <= MAX_ROWS; rows += 29) {
             matmul_product products[N];
             for (int p = 0; p < N; p++) {
                 products[p] =
-                    (matmul_product){&w[p], many[p], p == 1 ? MATMUL_ACCUMULATE : MATMUL_STORE};
+                    (matmul_product){&w[p], many[p], p == 1 ? KERNEL_ACCUMULATE : KERNEL_STORE};
                 for (size_t i = 0; i < (size_t)rows * w[p].n; i++)
                     many[p][i] = (float)i * 0.5f;
             }
-            matmul_many(&tier[ti], products, N, x, rows, s);
+            matmul_many(&tiers[ti], products, N, x, rows, s);
             for (int p = 0; p < N; p++) {
                 for (size_t i = 0; i < (size_t)rows * w[p].n; i++)
                     one[i] = (float)i * 0.5f;
-                matmul(&tier[ti], &w[p], x, rows, products[p].mode, one, s);
+                matmul(&tiers[ti], &w[p], x, rows, products[p].mode, one, s);
                 if (memcmp(one, many[p], (size_t)rows * w[p].n * sizeof *one))
                     fail_msg("product %d (%s) on %s, %d rows: differs from its own call", p,
-                             lms_dtype_name(cases[p].type), tier[ti].w16_tier, rows);
+                             lms_dtype_name(cases[p].type), tiers[ti].tier->name, rows);
             }
         }
+    }
     matmul_scratch_free(s);
     for (int p = 0; p < N; p++) {
         lms_free(buffers[p]);
@@ -432,8 +217,6 @@ static void test_many_products_equal_single_calls(void **state)
 static void test_quantiser(void **state)
 {
     (void)state;
-    matmul_config tier[2];
-    const int n_tiers = tier_configs(tier);
     enum { K = 77, BLOCKS = 3 };
     float x[BLOCKS * 32] = {0};
     uint64_t seed = 5;
@@ -444,12 +227,13 @@ static void test_quantiser(void **state)
     x[70] = NAN;
     x[71] = -1e30f;
     for (int ti = 0; ti < n_tiers; ti++) {
-        const matmul_config cfg = tier[ti];
+        const q8_kernels *q8 = tiers[ti].tier->q8;
+        if (!q8) continue;
         int8_t codes[BLOCKS * 64];
         float scales[BLOCKS];
         int32_t comp[BLOCKS * 2];
         memset(codes, 0x55, sizeof codes);
-        cfg.q8_quantize(x, K, BLOCKS, codes, scales, comp);
+        q8->quantize(x, K, BLOCKS, codes, scales, comp);
         for (int32_t b = 0; b < BLOCKS; b++) {
             float amax = 0.0f;
             for (int32_t i = 32 * b; i < 32 * b + 32; i++)
@@ -468,7 +252,7 @@ static void test_quantiser(void **state)
                 const int32_t want_hi = (int32_t)hi, want_lo = (int32_t)nearbyintf(lc);
                 const int8_t *got = codes + b * 64 + i % 32;
                 if (got[0] != want_hi || got[32] != want_lo)
-                    fail_msg("%s: value %d codes (%d, %d), want (%d, %d)", tier[ti].w16_tier, i,
+                    fail_msg("%s: value %d codes (%d, %d), want (%d, %d)", tiers[ti].tier->name, i,
                              got[0], got[32], want_hi, want_lo);
                 sum[i % 32 / 16] += 128 * want_hi + want_lo;
             }
@@ -484,20 +268,17 @@ static void test_quantiser(void **state)
 static void test_quantiser_precision(void **state)
 {
     (void)state;
-    lms_cpu_features cpu;
-    lms_cpu_detect(&cpu);
-    if (!cpu.avx2) skip();
-    matmul_config cfg;
-    matmul_config_init(&cfg, &cpu, false, 8);
     float x[32];
     uint64_t seed = 9;
-    for (int rep = 0; rep < 1000; rep++) {
+    for (int rep = 0; rep < 1000 * n_tiers; rep++) {
+        const q8_kernels *q8 = tiers[rep % n_tiers].tier->q8;
+        if (!q8) continue;
         for (int i = 0; i < 32; i++)
             x[i] = uniform(&seed) * (float)(1 + rep % 50);
         int8_t codes[64];
         float scale;
         int32_t comp[2];
-        cfg.q8_quantize(x, 32, 1, codes, &scale, comp);
+        q8->quantize(x, 32, 1, codes, &scale, comp);
         for (int i = 0; i < 32; i++) {
             const double back = (128.0 * codes[i] + codes[32 + i]) * scale;
             if (fabs(back - x[i]) > 0.5 * scale + fabs(x[i]) * 0x1p-23)
@@ -508,9 +289,11 @@ static void test_quantiser_precision(void **state)
 
 int main(void)
 {
+    const compute_tier *found[FIXTURE_MAX_TIERS];
+    n_tiers = fixture_tiers(found);
+    for (int i = 0; i < n_tiers; i++)
+        tiers[i] = (matmul_config){found[i], 8};
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_packed_values),
-        cmocka_unit_test(test_packed_block_values),
         cmocka_unit_test(test_kernels_are_the_reference),
         cmocka_unit_test(test_many_products_equal_single_calls),
         cmocka_unit_test(test_quantiser),

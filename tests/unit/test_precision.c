@@ -1,9 +1,10 @@
 /*
- * test_precision.c — the precisions end to end on the demo models: what
- * auto picks and says, the accuracy of bf16 and int8 against f32 arithmetic
- * on the same stored weights (the gates of docs/engine.md), empty items and
- * item_first in each precision, and the AVX2 kernels giving the AVX-512
- * ones' bits. Multi-item parity and isolation per precision are the
+ * test_precision.c — the precisions end to end on the demo models, on one
+ * compute tier (LMSCORE_TEST_ISA, tier_fixture.h; CTest runs it once per
+ * tier): what auto picks and says, the accuracy of bf16 and int8 against
+ * f32 arithmetic on the same stored weights (the gates of docs/engine.md),
+ * empty items and item_first in each precision, and the tier giving every
+ * other tier's bits. Multi-item parity and isolation per precision are the
  * multi-item programs, run again by CTest (tests/CMakeLists.txt).
  */
 #include <setjmp.h>
@@ -11,17 +12,28 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "cpu.h"
 #include "score_fixture.h"
+#include "tier_fixture.h"
 
-static lms_engine *open_model(const char *model, lms_precision precision, bool avx2_only)
+/* The tier under test (main). */
+static const compute_tier *tier;
+
+/* Does tier t multiply in this precision? */
+static bool tier_has(const compute_tier *t, lms_precision precision)
+{
+    return precision == LMS_PRECISION_F32 ||
+           compute_tier_multiplies(t, precision == LMS_PRECISION_INT8 ? LMS_WEIGHTS_Q8
+                                                                      : LMS_WEIGHTS_BF16);
+}
+
+static lms_engine *open_model(const char *model, lms_precision precision, const char *isa)
 {
     const char *dir = getenv("LMSCORE_BUILD_DIR");
     char path[4096];
     snprintf(path, sizeof path, "%s/models/%s", dir ? dir : "build", model);
     lms_engine_options o = fixture_options();
     o.precision = precision;
-    o.avx2_only = avx2_only;
+    o.isa = isa;
     lms_engine *e = NULL;
     lms_error err = {0};
     if (lms_engine_open(path, &o, &e, &err) != LMS_OK) fail_msg("%s: %s", path, err.msg);
@@ -32,8 +44,6 @@ static lms_engine *open_model(const char *model, lms_precision precision, bool a
 static void test_auto_keeps_the_stored_precision(void **state)
 {
     (void)state;
-    lms_cpu_features cpu;
-    lms_cpu_detect(&cpu);
     const struct {
         const char *model, *precision, *weights;
     } cases[] = {
@@ -42,13 +52,15 @@ static void test_auto_keeps_the_stored_precision(void **state)
         {"tiny-qwen3-q8_0.gguf", "int8", "q8"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        lms_engine *e = open_model(cases[i].model, LMS_PRECISION_AUTO, false);
+        lms_engine *e = open_model(cases[i].model, LMS_PRECISION_AUTO, tier->name);
         lms_model_info mi;
         lms_engine_model_info(e, &mi);
         const bool low = strcmp(cases[i].precision, "f32") != 0;
-        assert_string_equal(mi.precision, low && !cpu.avx2 ? "f32" : cases[i].precision);
+        const bool kept = !low || compute_tier_multiplies(tier, LMS_WEIGHTS_Q8);
+        assert_string_equal(mi.isa, tier->name);
+        assert_string_equal(mi.precision, kept ? cases[i].precision : "f32");
         assert_non_null(strstr(mi.precision_reason, "auto"));
-        if (cpu.avx2) assert_non_null(strstr(mi.weights, cases[i].weights));
+        assert_non_null(strstr(mi.weights, kept ? cases[i].weights : "f32"));
         assert_true(mi.weight_bytes > 0 && mi.parameters > 0);
         print_message("%s: %s (%s), weights %s, kernels %s, %.3f bytes/parameter\n", cases[i].model,
                       mi.precision, mi.precision_reason, mi.weights, mi.kernels,
@@ -86,20 +98,18 @@ static fixture_request accuracy_request(bool item_first)
 static void test_accuracy_gates(void **state)
 {
     (void)state;
-    lms_cpu_features cpu;
-    lms_cpu_detect(&cpu);
-    if (!cpu.avx2) skip();
+    if (!tier_has(tier, LMS_PRECISION_BF16)) skip();
     const struct {
         const char *model;
         lms_precision precision;
         double max, mean;
     } gates[] = {
         {"tiny-qwen3-bf16.gguf", LMS_PRECISION_BF16, 0.02, 0.01},
-        {"tiny-qwen3-q8_0.gguf", LMS_PRECISION_INT8, INFINITY, 0.02},
+        {"tiny-qwen3-q8_0.gguf", LMS_PRECISION_INT8, 0.02, 0.02},
     };
     for (size_t g = 0; g < sizeof gates / sizeof *gates; g++) {
-        lms_engine *f32 = open_model(gates[g].model, LMS_PRECISION_F32, false);
-        lms_engine *low = open_model(gates[g].model, gates[g].precision, false);
+        lms_engine *f32 = open_model(gates[g].model, LMS_PRECISION_F32, tier->name);
+        lms_engine *low = open_model(gates[g].model, gates[g].precision, tier->name);
         for (int item_first = 0; item_first < 2; item_first++) {
             fixture_request f = accuracy_request(item_first);
             lms_score_result a = fixture_score(f32, &f.req, LMS_ALGO_AUTO);
@@ -123,13 +133,13 @@ static void test_accuracy_gates(void **state)
     }
 }
 
-/* The AVX2 kernels give the AVX-512 kernels' bits, request for request. */
-static void test_avx2_tier_gives_the_same_bits(void **state)
+/* The tier under test gives every other tier's bits, request for request,
+ * in each precision both run. */
+static void test_tiers_give_the_same_bits(void **state)
 {
     (void)state;
     lms_cpu_features cpu;
     lms_cpu_detect(&cpu);
-    if (!cpu.avx512) skip();
     const struct {
         const char *model;
         lms_precision precision;
@@ -138,30 +148,45 @@ static void test_avx2_tier_gives_the_same_bits(void **state)
         {"tiny-qwen3-q8_0.gguf", LMS_PRECISION_INT8},
         {"tiny-qwen3.gguf", LMS_PRECISION_F32},
     };
-    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        lms_engine *fast = open_model(cases[c].model, cases[c].precision, false);
-        lms_engine *avx2 = open_model(cases[c].model, cases[c].precision, true);
-        fixture_request f = accuracy_request(false);
-        lms_score_result a = fixture_score(fast, &f.req, LMS_ALGO_AUTO);
-        lms_score_result b = fixture_score(avx2, &f.req, LMS_ALGO_AUTO);
-        const size_t n = (size_t)a.n_items * a.n_labels;
-        if (memcmp(a.logprobs, b.logprobs, n * sizeof *a.logprobs))
-            fail_msg("%s %s: the AVX2 kernels differ", cases[c].model,
-                     lms_precision_name(cases[c].precision));
-        lms_score_result_free(&a);
-        lms_score_result_free(&b);
-        fixture_request_free(&f);
-        lms_engine_close(fast);
-        lms_engine_close(avx2);
+    int compared = 0;
+    for (const compute_tier *const *other = compute_tiers; *other; other++) {
+        if (*other == tier || !(*other)->runs_on(&cpu)) continue;
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+            if (!tier_has(tier, cases[c].precision) || !tier_has(*other, cases[c].precision))
+                continue;
+            lms_engine *a_engine = open_model(cases[c].model, cases[c].precision, tier->name);
+            lms_engine *b_engine = open_model(cases[c].model, cases[c].precision, (*other)->name);
+            fixture_request f = accuracy_request(false);
+            lms_score_result a = fixture_score(a_engine, &f.req, LMS_ALGO_AUTO);
+            lms_score_result b = fixture_score(b_engine, &f.req, LMS_ALGO_AUTO);
+            const size_t n = (size_t)a.n_items * a.n_labels;
+            if (memcmp(a.logprobs, b.logprobs, n * sizeof *a.logprobs))
+                fail_msg("%s %s: the %s tier differs from the %s tier", cases[c].model,
+                         lms_precision_name(cases[c].precision), tier->name, (*other)->name);
+            compared++;
+            lms_score_result_free(&a);
+            lms_score_result_free(&b);
+            fixture_request_free(&f);
+            lms_engine_close(a_engine);
+            lms_engine_close(b_engine);
+        }
     }
+    if (!compared) skip(); /* no other tier runs here */
 }
 
 int main(void)
 {
+    const compute_tier *found[FIXTURE_MAX_TIERS];
+    if (fixture_tiers(found) != 1) {
+        fprintf(stderr, "test_precision runs on one tier: set LMSCORE_TEST_ISA (%s)\n",
+                lms_isa_names());
+        return 2;
+    }
+    tier = found[0];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_auto_keeps_the_stored_precision),
         cmocka_unit_test(test_accuracy_gates),
-        cmocka_unit_test(test_avx2_tier_gives_the_same_bits),
+        cmocka_unit_test(test_tiers_give_the_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
