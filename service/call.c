@@ -567,7 +567,8 @@ static void init_tag(call_tag *t, call *c, void (*done)(cq_tag *, bool))
     t->owner = c;
 }
 
-void call_accept(grpc_call *gc, const call_handler *h, const char *method, gpr_timespec deadline)
+void call_accept(grpc_call *gc, const call_handler *h, const char *method, gpr_timespec deadline,
+                 const rpc_status *refused)
 {
     call *c = calloc(1, sizeof *c);
     if (!c) {
@@ -600,7 +601,9 @@ void call_accept(grpc_call *gc, const call_handler *h, const char *method, gpr_t
     op.data.recv_close_on_server.cancelled = &c->close_cancelled;
     start(c, &op, 1, &c->close_tag);
 
-    if (!h) {
+    if (refused) {
+        call_finish(c, refused);
+    } else if (!h) {
         rpc_status st;
         rpc_status_set(&st, GRPC_STATUS_UNIMPLEMENTED, NULL, NULL, "unknown method %s", method);
         call_finish(c, &st);

@@ -46,6 +46,7 @@ typedef struct call_handler {
     const char *path; /* "/package.Service/Method" */
     call_shape shape;
     bool counts_as_scoring; /* an admitted call counts in ServerStats.in_flight_calls */
+    bool open;              /* served without an API key (health probes carry none) */
     void *ctx;              /* the handler module's context, for call_ctx */
     void (*on_message)(call *c, const uint8_t *msg, size_t len);
     void (*on_sent)(call *c);                  /* optional */
@@ -71,8 +72,10 @@ void call_layer_end_all(const rpc_status *st);
 size_t call_layer_wait_idle(int64_t timeout_ms);
 
 /* For the server: takes over gc (one reference) and starts the handler's
- * batches. A NULL handler answers UNIMPLEMENTED. */
-void call_accept(grpc_call *gc, const call_handler *h, const char *method, gpr_timespec deadline);
+ * batches. A NULL handler answers UNIMPLEMENTED; a call refused (by the API
+ * key check) ends at once with that status, its handler never called. */
+void call_accept(grpc_call *gc, const call_handler *h, const char *method, gpr_timespec deadline,
+                 const rpc_status *refused);
 
 void *call_ctx(const call *c);
 void *call_state(const call *c);

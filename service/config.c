@@ -51,6 +51,10 @@ static const option_spec options[] = {
      OPT_PATH, AT(tls_cert), 0, 0},
     {"tls-key", "LMSCORE_TLS_KEY", "PEM", "server private key (needs --tls-cert)", OPT_PATH,
      AT(tls_key), 0, 0},
+    {"api-key-file", "LMSCORE_API_KEY_FILE", "FILE",
+     "API keys, one per line: every call but the health checks (and /metrics) must carry "
+     "\"authorization: Bearer KEY\" with one of them (default: none, every call is served)",
+     OPT_PATH, AT(api_key_file), 0, 0},
     {"workers", "LMSCORE_WORKERS", "N",
      "requests scored at once, each by its own worker (default 1)", OPT_INT, AT(workers), 1, 256},
     {"threads", "LMSCORE_THREADS", "N",

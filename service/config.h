@@ -18,6 +18,7 @@ typedef struct {
     char metrics_listen[256]; /* empty: no metrics endpoint */
     char tls_cert[4096];      /* both or neither */
     char tls_key[4096];
+    char api_key_file[4096]; /* empty: no API keys, every call is served */
     int workers;
     int threads; /* engine threads in all; 0: OMP_NUM_THREADS, else the CPUs available */
     int queue_depth;

@@ -140,10 +140,12 @@ health *health_create(void)
     pthread_mutex_init(&h->mu, NULL);
     h->check = (call_handler){.path = "/grpc.health.v1.Health/Check",
                               .shape = CALL_UNARY,
+                              .open = true,
                               .ctx = h,
                               .on_message = on_check};
     h->watch = (call_handler){.path = "/grpc.health.v1.Health/Watch",
                               .shape = CALL_SERVER_STREAMING,
+                              .open = true,
                               .ctx = h,
                               .on_message = on_watch,
                               .on_sent = on_watch_sent,

@@ -31,6 +31,7 @@ void __sanitizer_purge_allocator(void);
 #include <string.h>
 #include <time.h>
 
+#include "api_keys.h"
 #include "clock.h"
 #include "config.h"
 #include "cpus.h"
@@ -294,16 +295,26 @@ static int run(const lmscored_config *cfg, const sigset_t *signals)
 {
     lms_error err = {0};
     descriptor_pool *pool = NULL;
+    api_keys *keys = NULL;
     health *h = health_create();
     service svc = {.cfg = cfg, .worker_threads = worker_threads(cfg)};
     atomic_init(&svc.phase, PHASE_LOADING);
-    if (!h || descriptor_pool_load_served(&pool, &err) != LMS_OK ||
+    if (!h || (cfg->api_key_file[0] && api_keys_load(cfg->api_key_file, &keys, &err) != LMS_OK) ||
+        descriptor_pool_load_served(&pool, &err) != LMS_OK ||
         worker_pool_start(cfg->workers, svc.worker_threads, cfg->queue_depth, &svc.workers, &err) !=
             LMS_OK) {
         log_error("startup failed", &err);
         if (pool) descriptor_pool_free(pool);
         if (h) health_free(h);
+        api_keys_free(keys);
         return 1;
+    }
+    if (keys) {
+        log_record r;
+        log_begin(&r, LOG_INFO, "API keys required");
+        log_int(&r, "keys", (int64_t)api_keys_count(keys));
+        log_str(&r, "file", cfg->api_key_file);
+        log_end(&r);
     }
 
     rpc_score_handlers score;
@@ -331,7 +342,8 @@ static int run(const lmscored_config *cfg, const sigset_t *signals)
                                          .max_age_ms = cfg->max_connection_age_ms,
                                          .max_age_grace_ms = cfg->max_connection_age_grace_ms,
                                          .keepalive_time_ms = cfg->keepalive_time_ms,
-                                         .keepalive_min_time_ms = cfg->keepalive_min_time_ms}};
+                                         .keepalive_min_time_ms = cfg->keepalive_min_time_ms},
+                         .keys = keys};
     server *srv = NULL;
     metrics_http *metrics = NULL;
     int rc = 0;
@@ -393,6 +405,7 @@ static int run(const lmscored_config *cfg, const sigset_t *signals)
     if (svc.workers) worker_pool_stop(svc.workers);
     descriptor_pool_free(pool);
     health_free(h);
+    api_keys_free(keys);
     if (rc == 0) log_msg(LOG_INFO, "stopped");
     return rc;
 }

@@ -51,6 +51,7 @@ struct server {
     atomic_bool shutting_down;
     const call_handler *const *handlers;
     size_t n_handlers;
+    const api_keys *keys;
     accept_slot slots[ACCEPT_SLOTS];
     shutdown_tag shutdown;
 };
@@ -75,6 +76,26 @@ static const call_handler *find_handler(const server *s, grpc_slice method)
     return NULL;
 }
 
+/* The API key check of a call to h (NULL: an unknown method, which needs
+ * a key too, so that a caller without one learns nothing of what is
+ * served). True when the call may go on; else st says why not. */
+static bool authorized(const server *s, const call_handler *h, const grpc_metadata_array *md,
+                       rpc_status *st)
+{
+    static const char header[] = "authorization"; /* gRPC keys are lower case */
+    if (!s->keys || (h && h->open)) return true;
+    for (size_t i = 0; i < md->count; i++) {
+        const grpc_slice *key = &md->metadata[i].key;
+        if (GRPC_SLICE_LENGTH(*key) == sizeof header - 1 &&
+            memcmp(GRPC_SLICE_START_PTR(*key), header, sizeof header - 1) == 0) {
+            const grpc_slice *value = &md->metadata[i].value;
+            return api_keys_check(s->keys, (const char *)GRPC_SLICE_START_PTR(*value),
+                                  GRPC_SLICE_LENGTH(*value), st);
+        }
+    }
+    return api_keys_check(s->keys, NULL, 0, st);
+}
+
 static void on_accept(cq_tag *tag, bool ok)
 {
     accept_slot *slot = (accept_slot *)tag;
@@ -85,8 +106,10 @@ static void on_accept(cq_tag *tag, bool ok)
         if (len >= sizeof method) len = sizeof method - 1;
         memcpy(method, GRPC_SLICE_START_PTR(slot->details.method), len);
         method[len] = '\0';
-        call_accept(slot->call, find_handler(s, slot->details.method), method,
-                    slot->details.deadline);
+        const call_handler *h = find_handler(s, slot->details.method);
+        rpc_status refused;
+        bool allowed = authorized(s, h, &slot->metadata, &refused);
+        call_accept(slot->call, h, method, slot->details.deadline, allowed ? NULL : &refused);
     }
     grpc_call_details_destroy(&slot->details);
     grpc_metadata_array_destroy(&slot->metadata);
@@ -177,6 +200,7 @@ lms_status server_start(const server_options *opt, const call_handler *const *ha
     if (!s) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
     s->handlers = handlers;
     s->n_handlers = n_handlers;
+    s->keys = opt->keys;
     pthread_mutex_init(&s->shutdown.mu, NULL);
     pthread_cond_init(&s->shutdown.cv, NULL);
     s->shutdown.base.done = on_shutdown;

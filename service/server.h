@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "api_keys.h"
 #include "call.h"
 #include "lmscore.h"
 
@@ -29,6 +30,7 @@ typedef struct {
     int64_t max_message_bytes;  /* sent; received ones are the call layer's check */
     int64_t max_receive_buffer; /* gRPC's memory for requests still arriving */
     connection_policy connections;
+    const api_keys *keys; /* NULL: no API keys; else every handler but the open ones needs one */
 } server_options;
 
 typedef struct server server;

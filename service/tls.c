@@ -13,41 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *read_file(const char *path, const char *flag, lms_error *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        lms_fail(err, LMS_ERR_IO, NULL, flag, "%s %s: cannot open it", flag, path);
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 16384;
-            char *grown = realloc(buf, cap);
-            if (!grown) {
-                free(buf);
-                fclose(f);
-                lms_fail(err, LMS_ERR_NOMEM, NULL, flag, "out of memory reading %s", path);
-                return NULL;
-            }
-            buf = grown;
-        }
-        size_t n = fread(buf + len, 1, 4096, f);
-        len += n;
-        if (n < 4096) break;
-    }
-    bool failed = ferror(f);
-    fclose(f);
-    if (failed) {
-        free(buf);
-        lms_fail(err, LMS_ERR_IO, NULL, flag, "%s %s: cannot read it", flag, path);
-        return NULL;
-    }
-    buf[len] = '\0';
-    return buf;
-}
+#include "read_file.h"
 
 /* Never asks for a passphrase (OpenSSL's default reads the terminal): an
  * encrypted key fails to load. */
@@ -95,21 +61,35 @@ static lms_status check_pair(const char *cert_pem, const char *cert_path, const 
     return st;
 }
 
+lms_status tls_read_pair(const char *cert_path, const char *key_path, tls_pem_pair *out,
+                         lms_error *err)
+{
+    out->cert = read_file(cert_path, "tls-cert", TLS_MAX_FILE_BYTES, NULL, err);
+    out->key = out->cert ? read_file(key_path, "tls-key", TLS_MAX_FILE_BYTES, NULL, err) : NULL;
+    lms_status st = out->key ? check_pair(out->cert, cert_path, out->key, key_path, err)
+                             : (err ? err->status : LMS_ERR_IO);
+    if (st != LMS_OK) tls_pem_pair_free(out);
+    return st;
+}
+
+void tls_pem_pair_free(tls_pem_pair *p)
+{
+    free(p->cert);
+    free(p->key);
+    p->cert = p->key = NULL;
+}
+
 grpc_server_credentials *tls_server_credentials(const char *cert_path, const char *key_path,
                                                 lms_error *err)
 {
     if (!cert_path || !cert_path[0]) return grpc_insecure_server_credentials_create();
-    char *cert = read_file(cert_path, "tls-cert", err);
-    char *key = cert ? read_file(key_path, "tls-key", err) : NULL;
-    grpc_server_credentials *creds = NULL;
-    if (key && check_pair(cert, cert_path, key, key_path, err) == LMS_OK) {
-        grpc_ssl_pem_key_cert_pair pair = {.private_key = key, .cert_chain = cert};
-        creds = grpc_ssl_server_credentials_create(NULL, &pair, 1, 0, NULL);
-        if (!creds)
-            lms_fail(err, LMS_ERR_INVALID_ARGUMENT, NULL, "tls-cert",
-                     "gRPC refused the TLS certificate %s and key %s", cert_path, key_path);
-    }
-    free(cert);
-    free(key);
+    tls_pem_pair pem;
+    if (tls_read_pair(cert_path, key_path, &pem, err) != LMS_OK) return NULL;
+    grpc_ssl_pem_key_cert_pair pair = {.private_key = pem.key, .cert_chain = pem.cert};
+    grpc_server_credentials *creds = grpc_ssl_server_credentials_create(NULL, &pair, 1, 0, NULL);
+    if (!creds)
+        lms_fail(err, LMS_ERR_INVALID_ARGUMENT, NULL, "tls-cert",
+                 "gRPC refused the TLS certificate %s and key %s", cert_path, key_path);
+    tls_pem_pair_free(&pem);
     return creds;
 }

@@ -1,6 +1,7 @@
 /*
  * tls.h — the server's credentials: plaintext, or TLS from the PEM files
- * of --tls-cert and --tls-key, checked before gRPC sees them.
+ * of --tls-cert and --tls-key, checked before gRPC (or the HTTP server)
+ * sees them.
  */
 #ifndef LMSCORED_TLS_H
 #define LMSCORED_TLS_H
@@ -9,11 +10,25 @@
 
 #include "lmscore.h"
 
+/* A PEM file larger than this is not a certificate chain or a key. */
+#define TLS_MAX_FILE_BYTES ((size_t)1 << 20)
+
+/* The certificate chain and private key as PEM text, NUL-terminated. */
+typedef struct {
+    char *cert;
+    char *key;
+} tls_pem_pair;
+
+/* Reads and checks the pair: fails with err set (field "tls-cert" or
+ * "tls-key") when a file cannot be read, holds no certificate or no private
+ * key (swapped files are named as such), or the key does not belong to the
+ * certificate. */
+lms_status tls_read_pair(const char *cert_path, const char *key_path, tls_pem_pair *out,
+                         lms_error *err);
+void tls_pem_pair_free(tls_pem_pair *p);
+
 /* Insecure credentials when cert_path is NULL or empty; otherwise TLS from
- * the certificate chain in cert_path and its private key in key_path. NULL
- * with err set (field "tls-cert" or "tls-key") when a file cannot be read,
- * holds no certificate or no private key (swapped files are named as
- * such), or the key does not belong to the certificate. */
+ * tls_read_pair's files. NULL with err set when that fails. */
 grpc_server_credentials *tls_server_credentials(const char *cert_path, const char *key_path,
                                                 lms_error *err);
 

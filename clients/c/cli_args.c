@@ -17,6 +17,7 @@ enum {
     OPT_AUTHORITY,
     OPT_ROUND_ROBIN,
     OPT_TIMEOUT,
+    OPT_API_KEY_FILE,
     OPT_HELP
 };
 
@@ -27,6 +28,7 @@ static const cli_option CONNECTION_OPTIONS[] = {
     {"authority", "NAME", "TLS: the server name to verify instead of ADDR's host"},
     {"round-robin", NULL, "spread calls over every address ADDR resolves to"},
     {"timeout", "SECONDS", "deadline of each call (0: none)"},
+    {"api-key-file", "FILE", "send the API key in FILE (default $LMSCORE_API_KEY)"},
     {"help", NULL, "show this help"},
 };
 enum { N_CONNECTION_OPTIONS = sizeof CONNECTION_OPTIONS / sizeof CONNECTION_OPTIONS[0] };
@@ -83,6 +85,9 @@ static bool handle_connection_option(int id, const char *value, rpc_options *con
         return true;
     case OPT_TIMEOUT:
         return cli_parse_double("--timeout", value, 0, 1e7, &conn->timeout_s);
+    case OPT_API_KEY_FILE:
+        conn->api_key_file = value;
+        return true;
     }
     return false;
 }

@@ -62,6 +62,46 @@ static char *read_text_file(const char *path, rpc_status *st)
     return text;
 }
 
+/* The first key of an API key file: its first line that is neither blank
+ * nor a comment, without surrounding blanks (the daemon's format). */
+static char *read_api_key(const char *path, rpc_status *st)
+{
+    char *text = read_text_file(path, st);
+    if (!text) return NULL;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        line += strspn(line, " \t\r");
+        size_t len = strcspn(line, " \t\r");
+        if (len == 0 || line[0] == '#') continue;
+        memmove(text, line, len);
+        text[len] = '\0';
+        return text;
+    }
+    free(text);
+    status_set(st, GRPC_STATUS_INVALID_ARGUMENT, "%s holds no API key", path);
+    return NULL;
+}
+
+/* conn->authorization from opts' key file or $LMSCORE_API_KEY; true when
+ * there is none either. */
+static bool set_api_key(rpc_conn *conn, const rpc_options *opts, rpc_status *st)
+{
+    char *from_file = opts->api_key_file ? read_api_key(opts->api_key_file, st) : NULL;
+    if (opts->api_key_file && !from_file) return false;
+    const char *key = from_file ? from_file : getenv("LMSCORE_API_KEY");
+    if (key && *key) {
+        static const char scheme[] = "Bearer ";
+        size_t len = strlen(key);
+        conn->authorization.key = grpc_slice_from_static_string("authorization");
+        conn->authorization.value = grpc_slice_malloc(sizeof scheme - 1 + len);
+        uint8_t *value = GRPC_SLICE_START_PTR(conn->authorization.value);
+        memcpy(value, scheme, sizeof scheme - 1);
+        memcpy(value + sizeof scheme - 1, key, len);
+        conn->has_key = true;
+    }
+    free(from_file);
+    return true;
+}
+
 static grpc_channel_credentials *make_credentials(const rpc_options *opts, rpc_status *st)
 {
     if (!opts->tls && !opts->ca_cert) return grpc_insecure_credentials_create();
@@ -76,8 +116,12 @@ static grpc_channel_credentials *make_credentials(const rpc_options *opts, rpc_s
 bool rpc_connect(rpc_conn *conn, const rpc_options *opts, rpc_status *st)
 {
     memset(conn, 0, sizeof *conn);
+    if (!set_api_key(conn, opts, st)) return false;
     grpc_channel_credentials *creds = make_credentials(opts, st);
-    if (!creds) return false;
+    if (!creds) {
+        rpc_close(conn);
+        return false;
+    }
 
     grpc_arg args[5];
     size_t n = 0;
@@ -127,6 +171,7 @@ void rpc_close(rpc_conn *conn)
         }
         grpc_completion_queue_destroy(conn->cq);
     }
+    if (conn->has_key) grpc_slice_unref(conn->authorization.value);
     memset(conn, 0, sizeof *conn);
 }
 
@@ -176,6 +221,10 @@ static bool begin_call(rpc_conn *conn, rpc_call *c, const char *method, grpc_op 
     grpc_metadata_array_init(&c->initial_md);
     grpc_metadata_array_init(&c->trailing_md);
     ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+    if (conn->has_key) {
+        ops[n].data.send_initial_metadata.count = 1;
+        ops[n].data.send_initial_metadata.metadata = &conn->authorization;
+    }
     ops[n + 1].op = GRPC_OP_RECV_INITIAL_METADATA;
     ops[n + 1].data.recv_initial_metadata.recv_initial_metadata = &c->initial_md;
     ops[n + 2].op = GRPC_OP_RECV_STATUS_ON_CLIENT;

@@ -21,6 +21,9 @@ typedef struct {
     const char *authority; /* TLS name to verify instead of the target's host */
     bool round_robin;      /* spread calls over every address the target resolves to */
     double timeout_s;      /* per-call deadline; <= 0 means none */
+    /* The API key's file (its first key); NULL: $LMSCORE_API_KEY when set,
+     * else no key. Every call carries "authorization: Bearer KEY". */
+    const char *api_key_file;
 } rpc_options;
 
 /* The outcome of a call: the gRPC status and, when the server sent one, the
@@ -37,6 +40,8 @@ typedef struct {
     grpc_channel *channel;
     grpc_completion_queue *cq;
     double timeout_s;
+    grpc_metadata authorization; /* sent with every call when has_key */
+    bool has_key;
 } rpc_conn;
 
 /* What every call in flight holds: the call and the buffers its status

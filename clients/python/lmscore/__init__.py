@@ -11,11 +11,11 @@ from lmscore.aio import AsyncClient, AsyncScoreStream
 from lmscore.client import Client, ScoreStream
 from lmscore.errors import (CancelledError, DeadlineExceededError, InvalidArgumentError,
                             LmscoreError, NotFoundError, ResourceExhaustedError,
-                            UnavailableError)
+                            UnauthenticatedError, UnavailableError)
 
 __all__ = [
     "AsyncClient", "AsyncScoreStream", "CancelledError", "Client", "DeadlineExceededError",
     "InvalidArgumentError", "ItemScore", "LmscoreError", "NotFoundError",
     "ResourceExhaustedError", "ScoreResult", "ScoreStream", "ServerTiming", "StreamSummary",
-    "UnavailableError", "Usage",
+    "UnauthenticatedError", "UnavailableError", "Usage",
 ]

@@ -2,6 +2,7 @@
 the sync and asyncio clients: queries/items as str or token-id sequences,
 labels as ids or single-token texts, results as plain dataclasses."""
 
+import os
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Union
 
@@ -191,6 +192,13 @@ def batches(items, batch_size):
     rest = batcher.take()
     if rest:
         yield rest
+
+
+def auth_metadata(api_key):
+    """The metadata every call carries: the API key given, else
+    $LMSCORE_API_KEY; none when neither is set."""
+    key = os.environ.get("LMSCORE_API_KEY") if api_key is None else api_key
+    return (("authorization", f"Bearer {key}"),) if key else ()
 
 
 def channel_options(round_robin, options):

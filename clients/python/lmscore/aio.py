@@ -54,7 +54,7 @@ class AsyncClient:
     """AsyncClient("host:50051"); use `async with` or await close()."""
 
     def __init__(self, target="127.0.0.1:50051", *, tls=False, root_certificates=None,
-                 round_robin=False, timeout=30.0, options=()):
+                 round_robin=False, timeout=30.0, options=(), api_key=None):
         opts = rq.channel_options(round_robin, options)
         creds = make_credentials(tls, root_certificates)
         self._channel = (grpc.aio.secure_channel(target, creds, options=opts) if creds
@@ -62,6 +62,7 @@ class AsyncClient:
         self._stub = score_pb2_grpc.ScoreServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self.timeout = timeout
+        self._metadata = rq.auth_metadata(api_key)
 
     async def __aenter__(self):
         return self
@@ -74,7 +75,8 @@ class AsyncClient:
 
     async def _call(self, method, request, timeout):
         try:
-            return await method(request, timeout=self.timeout if timeout is None else timeout)
+            return await method(request, timeout=self.timeout if timeout is None else timeout,
+                                metadata=self._metadata)
         except grpc.aio.AioRpcError as e:
             raise from_rpc_error(e) from None
 
@@ -92,7 +94,8 @@ class AsyncClient:
         request = rq.score_request(query, items, labels, apply_softmax, item_first,
                                    return_logprobs, algorithm)
         call = self._stub.ScoreStream(request,
-                                      timeout=self.timeout if timeout is None else timeout)
+                                      timeout=self.timeout if timeout is None else timeout,
+                                      metadata=self._metadata)
         return AsyncScoreStream(call, return_logprobs)
 
     def score_stream(self, query, items, labels, *, apply_softmax=False, item_first=False,
@@ -105,8 +108,8 @@ class AsyncClient:
             async for first, batch in _batches(items, batch_size):
                 yield rq.items_batch(batch, first)
 
-        return AsyncScoreStream(self._stub.ScoreItems(requests(), timeout=timeout),
-                                return_logprobs)
+        call = self._stub.ScoreItems(requests(), timeout=timeout, metadata=self._metadata)
+        return AsyncScoreStream(call, return_logprobs)
 
     async def tokenize(self, text, *, add_special_tokens=False, timeout=None):
         request = score_pb2.TokenizeRequest(text=text, add_special_tokens=add_special_tokens)

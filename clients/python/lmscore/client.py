@@ -42,10 +42,11 @@ class ScoreStream:
 class Client:
     """Client("host:50051") — plaintext unless tls=True or root_certificates
     (PEM bytes) is given; round_robin=True spreads calls over every address
-    the target resolves to (e.g. dns:///lmscored-headless.ns.svc:50051)."""
+    the target resolves to (e.g. dns:///lmscored-headless.ns.svc:50051);
+    api_key (default $LMSCORE_API_KEY) is sent with every call."""
 
     def __init__(self, target="127.0.0.1:50051", *, tls=False, root_certificates=None,
-                 round_robin=False, timeout=30.0, options=()):
+                 round_robin=False, timeout=30.0, options=(), api_key=None):
         opts = rq.channel_options(round_robin, options)
         creds = make_credentials(tls, root_certificates)
         self._channel = (grpc.secure_channel(target, creds, options=opts) if creds
@@ -53,6 +54,7 @@ class Client:
         self._stub = score_pb2_grpc.ScoreServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self.timeout = timeout
+        self._metadata = rq.auth_metadata(api_key)
 
     def __enter__(self):
         return self
@@ -65,7 +67,8 @@ class Client:
 
     def _call(self, method, request, timeout):
         try:
-            return method(request, timeout=self.timeout if timeout is None else timeout)
+            return method(request, timeout=self.timeout if timeout is None else timeout,
+                          metadata=self._metadata)
         except grpc.RpcError as e:
             raise from_rpc_error(e) from None
 
@@ -85,7 +88,8 @@ class Client:
         request = rq.score_request(query, items, labels, apply_softmax, item_first,
                                    return_logprobs, algorithm)
         responses = self._stub.ScoreStream(request,
-                                           timeout=self.timeout if timeout is None else timeout)
+                                           timeout=self.timeout if timeout is None else timeout,
+                                           metadata=self._metadata)
         return ScoreStream(responses, return_logprobs)
 
     def score_stream(self, query, items, labels, *, apply_softmax=False, item_first=False,
@@ -101,7 +105,7 @@ class Client:
             for first, batch in rq.batches(items, batch_size):
                 yield rq.items_batch(batch, first)
 
-        responses = self._stub.ScoreItems(requests(), timeout=timeout)
+        responses = self._stub.ScoreItems(requests(), timeout=timeout, metadata=self._metadata)
         return ScoreStream(responses, return_logprobs)
 
     def tokenize(self, text, *, add_special_tokens=False, timeout=None):

@@ -52,6 +52,11 @@ class CancelledError(LmscoreError):
     """The call was cancelled."""
 
 
+class UnauthenticatedError(LmscoreError):
+    """The server wants an API key (missing_api_key) or not this one
+    (invalid_api_key)."""
+
+
 _BY_CODE = {
     grpc.StatusCode.INVALID_ARGUMENT: InvalidArgumentError,
     grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhaustedError,
@@ -59,6 +64,7 @@ _BY_CODE = {
     grpc.StatusCode.UNAVAILABLE: UnavailableError,
     grpc.StatusCode.NOT_FOUND: NotFoundError,
     grpc.StatusCode.CANCELLED: CancelledError,
+    grpc.StatusCode.UNAUTHENTICATED: UnauthenticatedError,
 }
 
 

@@ -1,0 +1,204 @@
+"""API keys (--api-key-file): every call but the health checks carries
+"authorization: Bearer KEY" with one of the file's keys, or ends
+UNAUTHENTICATED with reason missing_api_key or invalid_api_key; reflection
+follows the keys, /metrics stays open; the CLI and the Python client send a
+key from --api-key-file, api_key= or $LMSCORE_API_KEY; no key ever reaches
+the log; a bad key file stops the daemon before it listens.
+"""
+import os
+import subprocess
+
+import grpc
+import pytest
+
+import lmscore
+from grpc_reflection.v1 import reflection_pb2, reflection_pb2_grpc
+from harness import BUILD, LMSCORED, MODEL, Daemon, Metrics, error_info, tokens, value
+from lmscore._pb import health_pb2, health_pb2_grpc
+from lmscore.v1 import score_pb2, score_pb2_grpc
+
+KEYS = ["first-key-0123456789", "second.key/with+chars==", "third~key"]
+KEY_FILE = f"""# the API keys of this test
+
+  {KEYS[0]}
+{KEYS[1]}\r
+\t{KEYS[2]}  
+"""
+CLI = os.path.join(BUILD, "clients", "c", "lmscore")
+UNAUTHENTICATED = grpc.StatusCode.UNAUTHENTICATED
+
+
+@pytest.fixture(scope="module")
+def key_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("keys") / "api-keys"
+    path.write_text(KEY_FILE)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def daemon(key_file):
+    with Daemon("--api-key-file", key_file, "--metrics-listen", "127.0.0.1:0",
+                "--log-level", "debug") as d:
+        yield d
+
+
+def bearer(key):
+    return (("authorization", f"Bearer {key}"),)
+
+
+def score_request():
+    return score_pb2.ScoreRequest(query=tokens([1, 2, 3]), items=[tokens([4])],
+                                  label_token_ids=[6])
+
+
+def expect_unauthenticated(fn, reason):
+    with pytest.raises(grpc.RpcError) as e:
+        fn()
+    assert e.value.code() == UNAUTHENTICATED, e.value
+    info = error_info(e.value)
+    assert info is not None and info.reason == reason and info.domain == "lmscore"
+    for key in KEYS:
+        assert key not in e.value.details()
+
+
+def test_score_needs_a_key(daemon):
+    with daemon.channel() as ch:
+        stub = score_pb2_grpc.ScoreServiceStub(ch)
+        expect_unauthenticated(lambda: stub.Score(score_request(), timeout=60),
+                               "missing_api_key")
+        for wrong in ["not-a-key", KEYS[0] + "x", KEYS[0][:-1], "", KEYS[1].upper()]:
+            expect_unauthenticated(
+                lambda: stub.Score(score_request(), timeout=60, metadata=bearer(wrong)),
+                "invalid_api_key")
+        # another scheme, or the key without one
+        for header in [f"Basic {KEYS[0]}", KEYS[0]]:
+            expect_unauthenticated(
+                lambda: stub.Score(score_request(), timeout=60,
+                                   metadata=(("authorization", header),)),
+                "invalid_api_key")
+        # every key of the file, the scheme in any case
+        for key in KEYS:
+            assert len(stub.Score(score_request(), timeout=60, metadata=bearer(key)).items) == 1
+        md = (("authorization", f"bEaReR {KEYS[2]}"),)
+        assert stub.Tokenize(score_pb2.TokenizeRequest(text="hi"), timeout=60, metadata=md)
+        # the streams and the other methods too
+        expect_unauthenticated(lambda: list(stub.ScoreStream(score_request(), timeout=60)),
+                               "missing_api_key")
+        header = score_pb2.ScoreItemsRequest(header=score_pb2.ScoreItemsHeader(
+            query=tokens([1]), label_token_ids=[6]))
+        expect_unauthenticated(lambda: list(stub.ScoreItems(iter([header]), timeout=60)),
+                               "missing_api_key")
+        expect_unauthenticated(
+            lambda: stub.GetModelInfo(score_pb2.GetModelInfoRequest(), timeout=60),
+            "missing_api_key")
+        # an unknown method says nothing more to a caller without a key
+        raw = ch.unary_unary("/lmscore.v1.ScoreService/NoSuchMethod")
+        expect_unauthenticated(lambda: raw(b"", timeout=60), "missing_api_key")
+        with pytest.raises(grpc.RpcError) as e:
+            raw(b"", timeout=60, metadata=bearer(KEYS[0]))
+        assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+def test_health_is_open(daemon):
+    with daemon.channel() as ch:
+        health = health_pb2_grpc.HealthStub(ch)
+        assert health.Check(health_pb2.HealthCheckRequest(), timeout=60).status == \
+            health_pb2.HealthCheckResponse.SERVING
+        watch = health.Watch(health_pb2.HealthCheckRequest(), timeout=60)
+        assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
+        watch.cancel()
+
+
+def test_reflection_follows_the_keys(daemon):
+    request = reflection_pb2.ServerReflectionRequest(list_services="")
+    with daemon.channel() as ch:
+        stub = reflection_pb2_grpc.ServerReflectionStub(ch)
+        expect_unauthenticated(lambda: list(stub.ServerReflectionInfo(iter([request]),
+                                                                      timeout=60)),
+                               "missing_api_key")
+        (resp,) = stub.ServerReflectionInfo(iter([request]), timeout=60, metadata=bearer(KEYS[1]))
+        assert "lmscore.v1.ScoreService" in {s.name for s in
+                                              resp.list_services_response.service}
+
+
+def test_metrics_are_open_and_count_the_refusals(daemon):
+    with daemon.channel() as ch:
+        stub = score_pb2_grpc.ScoreServiceStub(ch)
+        expect_unauthenticated(lambda: stub.Score(score_request(), timeout=60),
+                               "missing_api_key")
+    scrape = Metrics(daemon).scrape()  # no key
+    assert value(scrape, "lmscore_errors_total", reason="missing_api_key",
+                 code="UNAUTHENTICATED") >= 1
+    assert value(scrape, "lmscore_errors_total", reason="invalid_api_key",
+                 code="UNAUTHENTICATED") >= 1
+
+
+def test_clients_send_the_key(daemon, key_file, tmp_path):
+    def cli(*args, env=None):
+        full = {k: v for k, v in os.environ.items() if k != "LMSCORE_API_KEY"}
+        full.update(env or {})
+        return subprocess.run([CLI, "tokenize", "--target", daemon.target, *args, "hello"],
+                              capture_output=True, text=True, timeout=120, env=full)
+    r = cli()
+    assert r.returncode == 1 and "reason: missing_api_key" in r.stderr, r.stderr
+    r = cli("--api-key-file", key_file)  # the file's first key
+    assert r.returncode == 0 and r.stdout.split(), r.stderr
+    r = cli(env={"LMSCORE_API_KEY": KEYS[2]})
+    assert r.returncode == 0, r.stderr
+    r = cli(env={"LMSCORE_API_KEY": "wrong"})
+    assert r.returncode == 1 and "reason: invalid_api_key" in r.stderr, r.stderr
+    wrong_file = tmp_path / "wrong"
+    wrong_file.write_text("# only a comment\n\n")
+    r = cli("--api-key-file", str(wrong_file))
+    assert r.returncode == 1 and "holds no API key" in r.stderr, r.stderr
+
+    saved = os.environ.pop("LMSCORE_API_KEY", None)
+    try:
+        with lmscore.Client(daemon.target) as c:
+            with pytest.raises(lmscore.UnauthenticatedError) as e:
+                c.tokenize("hello")
+            assert e.value.reason == "missing_api_key"
+        with lmscore.Client(daemon.target, api_key=KEYS[1]) as c:
+            assert c.tokenize("hello")
+            assert c.score([1, 2], [[3]], labels=[4]).scores
+            assert len(list(c.score_stream([1, 2], [[3], [4]], labels=[4]))) == 2
+            assert c.health() == "SERVING"
+        os.environ["LMSCORE_API_KEY"] = KEYS[0]
+        with lmscore.Client(daemon.target) as c:
+            assert c.tokenize("hello")
+    finally:
+        os.environ.pop("LMSCORE_API_KEY", None)
+        if saved is not None:
+            os.environ["LMSCORE_API_KEY"] = saved
+
+
+def test_no_key_in_the_log(daemon):
+    with daemon.channel() as ch:
+        stub = score_pb2_grpc.ScoreServiceStub(ch)
+        stub.Score(score_request(), timeout=60, metadata=bearer(KEYS[0]))
+        with pytest.raises(grpc.RpcError):
+            stub.Score(score_request(), timeout=60, metadata=bearer("a-wrong-key-to-look-for"))
+    log = daemon.log()
+    assert "call finished" in log and "invalid_api_key" in log
+    for key in KEYS + ["a-wrong-key-to-look-for"]:
+        assert key not in log
+
+
+@pytest.mark.parametrize("content,message", [
+    ("", "holds no key"),
+    ("# nothing but comments\n\n", "holds no key"),
+    ("good-key\nbad key with spaces\n", "line 2 is not a bearer token"),
+    ("good-key\nbad\x01key\n", "line 2 is not a bearer token"),
+])
+def test_bad_key_files(tmp_path, content, message):
+    path = tmp_path / "keys"
+    path.write_text(content)
+    r = subprocess.run([LMSCORED, "--model", MODEL, "--listen", "127.0.0.1:0",
+                        "--api-key-file", str(path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stderr
+    assert message in r.stderr and "listening" not in r.stderr, r.stderr
+    assert "bad key with spaces" not in r.stderr
+    r = subprocess.run([LMSCORED, "--model", MODEL, "--listen", "127.0.0.1:0",
+                        "--api-key-file", str(tmp_path / "missing")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "cannot open it" in r.stderr, r.stderr
