@@ -27,15 +27,15 @@ static const int32_t ROWS[] = {1, 10, 64};
 #define MAX_ROWS 64
 
 /* The sgemm way: rmsnorm, logits = h · Woutᵀ, log-softmax per row. */
-static int sgemm_head(const lms_model *m, const float *x, int32_t n, const int32_t *labels,
-                      int32_t n_labels, float *h, float *logits, float *out)
+static int sgemm_head(const lms_model *m, const lms_weights *head, const float *x, int32_t n,
+                      const int32_t *labels, int32_t n_labels, float *h, float *logits, float *out)
 {
     const lms_model_config *c = &m->cfg;
     const int32_t d = c->d_model, v = c->vocab_size;
     for (int32_t i = 0; i < n; i++)
         vec_rmsnorm(h + (size_t)i * d, x + (size_t)i * d, m->output_norm, d, c->rms_eps);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, v, d, 1.0f, h, d, m->output.f32, d,
-                0.0f, logits, v);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, v, d, 1.0f, h, d, head->f32, d, 0.0f,
+                logits, v);
 #pragma omp parallel for if (n > 1)
     for (int32_t i = 0; i < n; i++) {
         float *l = logits + (size_t)i * v;
@@ -90,13 +90,13 @@ int main(int argc, char **argv)
         double best_head = INFINITY, best_sgemm = INFINITY;
         for (int r = 0; r <= reps; r++) { /* rep 0 warms up */
             double t0 = monotonic_seconds();
-            if (lm_head_label_logprobs(m, &e->tune.matmul, x, NULL, n, labels, 3, out_head, &err) !=
-                LMS_OK) {
+            if (lm_head_label_logprobs(m, &e->weights->output, &e->tune.matmul, x, NULL, n, labels,
+                                       3, out_head, &err) != LMS_OK) {
                 fprintf(stderr, "bench_lm_head: %s\n", err.msg);
                 return 1;
             }
             double t1 = monotonic_seconds();
-            sgemm_head(m, x, n, labels, 3, h, logits, out_sgemm);
+            sgemm_head(m, &e->weights->output, x, n, labels, 3, h, logits, out_sgemm);
             double t2 = monotonic_seconds();
             if (r > 0 && t1 - t0 < best_head) best_head = t1 - t0;
             if (r > 0 && t2 - t1 < best_sgemm) best_sgemm = t2 - t1;

@@ -71,8 +71,8 @@ static void norm_and_rope(const lms_model_config *c, float *x, int32_t rows, int
     }
 }
 
-lms_status forward_run(const lms_model *m, const forward_tuning *tune, const forward_batch *b,
-                       lms_error *err)
+lms_status forward_run(const lms_model *m, const model_weights *mw, const forward_tuning *tune,
+                       const forward_batch *b, lms_error *err)
 {
     const lms_model_config *c = &m->cfg;
     const int32_t t = b->layout.n_rows, d = c->d_model, hd = c->head_dim;
@@ -106,7 +106,7 @@ lms_status forward_run(const lms_model *m, const forward_tuning *tune, const for
     }
 #pragma omp parallel for PARALLEL_IF(t, d)
     for (int32_t r = 0; r < t; r++)
-        lms_weights_row(&m->tok_embd, b->tokens[r], x + (size_t)r * d);
+        lms_weights_row(&mw->tok_embd, b->tokens[r], x + (size_t)r * d);
 
     const matmul_config *mm = &tune->matmul;
     for (int32_t l = 0; l < c->n_layers; l++) {
@@ -114,16 +114,17 @@ lms_status forward_run(const lms_model *m, const forward_tuning *tune, const for
             st = lms_fail(err, LMS_ERR_CANCELLED, NULL, NULL, "cancelled");
             goto out;
         }
-        const lms_layer_weights *w = &m->layers[l];
-        rmsnorm_rows(h, x, t, w->attn_norm, d, c->rms_eps);
+        const lms_layer_weights *lv = &m->layers[l]; /* norms and biases */
+        const layer_weights *w = &mw->layers[l];
+        rmsnorm_rows(h, x, t, lv->attn_norm, d, c->rms_eps);
         const matmul_product qkv[] = {
             {&w->wq, q, KERNEL_STORE}, {&w->wk, k, KERNEL_STORE}, {&w->wv, v, KERNEL_STORE}};
         matmul_many(mm, qkv, 3, h, t, scratch);
-        add_bias(q, t, w->bq, qd);
-        add_bias(k, t, w->bk, kvd);
-        add_bias(v, t, w->bv, kvd);
-        norm_and_rope(c, q, t, c->n_heads, w->q_norm, b->positions, inv_freq);
-        norm_and_rope(c, k, t, c->n_kv_heads, w->k_norm, b->positions, inv_freq);
+        add_bias(q, t, lv->bq, qd);
+        add_bias(k, t, lv->bk, kvd);
+        add_bias(v, t, lv->bv, kvd);
+        norm_and_rope(c, q, t, c->n_heads, lv->q_norm, b->positions, inv_freq);
+        norm_and_rope(c, k, t, c->n_kv_heads, lv->k_norm, b->positions, inv_freq);
         if (b->capture) {
             int32_t n = b->layout.prefix_rows;
             memcpy(kv_prefix_k(b->capture, l), k, (size_t)n * kvd * sizeof(float));
@@ -133,7 +134,7 @@ lms_status forward_run(const lms_model *m, const forward_tuning *tune, const for
                  cached ? kv_prefix_v(b->cached, l) : NULL, att);
         matmul(mm, &w->wo, att, t, KERNEL_ACCUMULATE, x, scratch);
 
-        rmsnorm_rows(h, x, t, w->ffn_norm, d, c->rms_eps);
+        rmsnorm_rows(h, x, t, lv->ffn_norm, d, c->rms_eps);
         const matmul_product gate_up[] = {{&w->w_gate, gate, KERNEL_STORE},
                                           {&w->w_up, up, KERNEL_STORE}};
         matmul_many(mm, gate_up, 2, h, t, scratch);
@@ -147,8 +148,8 @@ lms_status forward_run(const lms_model *m, const forward_tuning *tune, const for
         memcpy(b->capture->last_hidden, x + (size_t)(b->layout.prefix_rows - 1) * d,
                (size_t)d * sizeof(float));
     }
-    st = lm_head_label_logprobs(m, mm, x, b->score_rows, b->n_score_rows, b->labels, b->n_labels,
-                                b->label_logprobs, err);
+    st = lm_head_label_logprobs(m, &mw->output, mm, x, b->score_rows, b->n_score_rows, b->labels,
+                                b->n_labels, b->label_logprobs, err);
 out:
     attn_plan_free(plan);
     matmul_scratch_free(scratch);

@@ -15,6 +15,7 @@
 #include "kv_prefix.h"
 #include "matmul.h"
 #include "model.h"
+#include "model_weights.h"
 #include "lmscore.h"
 
 typedef struct {
@@ -39,7 +40,8 @@ typedef struct {
     matmul_config matmul; /* the projections' kernels and row tile */
 } forward_tuning;
 
-lms_status forward_run(const lms_model *m, const forward_tuning *tune, const forward_batch *b,
-                       lms_error *err);
+/* One pass of model m, its matrices w, over batch b. */
+lms_status forward_run(const lms_model *m, const model_weights *w, const forward_tuning *tune,
+                       const forward_batch *b, lms_error *err);
 
 #endif

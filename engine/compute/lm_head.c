@@ -173,10 +173,10 @@ typedef struct {
 } head_scratch;
 
 /* Label log-probs of the n rows in s->h: out[i × n_labels + j]. */
-static void score_chunk(const lms_model *m, const matmul_config *mm, head_scratch *s, int32_t n,
-                        const int32_t *labels, int32_t n_labels, float *out)
+static void score_chunk(const lms_model *m, const lms_weights *head, const matmul_config *mm,
+                        head_scratch *s, int32_t n, const int32_t *labels, int32_t n_labels,
+                        float *out)
 {
-    const lms_weights *head = &m->output;
     const int32_t d = m->cfg.d_model, vocab = m->cfg.vocab_size;
     const int32_t n_blocks = (vocab + VOCAB_BLOCK - 1) / VOCAB_BLOCK;
     matmul_input in;
@@ -212,9 +212,10 @@ static void score_chunk(const lms_model *m, const matmul_config *mm, head_scratc
     }
 }
 
-lms_status lm_head_label_logprobs(const lms_model *m, const matmul_config *mm, const float *x,
-                                  const int32_t *rows, int32_t n_rows, const int32_t *labels,
-                                  int32_t n_labels, float *out, lms_error *err)
+lms_status lm_head_label_logprobs(const lms_model *m, const lms_weights *head,
+                                  const matmul_config *mm, const float *x, const int32_t *rows,
+                                  int32_t n_rows, const int32_t *labels, int32_t n_labels,
+                                  float *out, lms_error *err)
 {
     const lms_model_config *c = &m->cfg;
     const int32_t d = c->d_model, n_blocks = (c->vocab_size + VOCAB_BLOCK - 1) / VOCAB_BLOCK;
@@ -241,7 +242,7 @@ lms_status lm_head_label_logprobs(const lms_model *m, const matmul_config *mm, c
             int32_t row = rows ? rows[s0 + i] : s0 + i;
             vec_rmsnorm(s.h + (size_t)i * d, x + (size_t)row * d, m->output_norm, d, c->rms_eps);
         }
-        score_chunk(m, mm, &s, n, labels, n_labels, out + (size_t)s0 * n_labels);
+        score_chunk(m, head, mm, &s, n, labels, n_labels, out + (size_t)s0 * n_labels);
     }
 out:
     lms_free(s.h);

@@ -4,12 +4,12 @@
  * lms_model_load() accepts a GGUF file or a Hugging Face directory
  * (config.json + model.safetensors or sharded model-*.safetensors with
  * model.safetensors.index.json). The projection matrices and the embedding
- * are lms_weights (weights.h) in the PyTorch (out_features, in_features)
- * layout — GGUF's ne[0] is the in-feature dimension — so every projection is
- * y = x · Wᵀ; their format follows the precision asked for (lmscore.h's
- * lms_precision). F32 matrices are used in place from the file when they
- * can be, the other formats are packed at load. Norms, biases and RoPE
- * factors are f32 vectors.
+ * are handed over as the checkpoint stores them (lms_matrix: the stored
+ * type and the bytes, in place in the file's mapping), in the PyTorch
+ * (out_features, in_features) layout — GGUF's ne[0] is the in-feature
+ * dimension — so every projection is y = x · Wᵀ; the compute layer puts
+ * them in the formats its kernels read (compute/model_weights.h). Norms,
+ * biases and RoPE factors are f32 vectors.
  *
  * RoPE pairing: Hugging Face checkpoints of every family, and GGUF qwen2/qwen3,
  * rotate the pairs (i, i + head_dim/2) ("NEOX"); llama.cpp permutes llama's
@@ -22,8 +22,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "dtype.h"
 #include "lmscore.h"
-#include "weights.h"
 
 typedef enum {
     LMS_ARCH_LLAMA = 1,
@@ -65,29 +65,39 @@ typedef struct {
     int tied_embeddings; /* output == tok_embd */
 } lms_model_config;
 
+/* A matrix as the checkpoint stores it: n × k (out_features ×
+ * in_features) values of type, row-major, at data (any byte address; a
+ * block type's rows are whole blocks). n is 0 for a matrix the checkpoint
+ * does not have. */
+typedef struct {
+    lms_dtype type;
+    const void *data;
+    int32_t n, k;
+} lms_matrix;
+
 typedef struct {
     const float *attn_norm;       /* [d_model] */
-    lms_weights wq;               /* [n_heads*head_dim, d_model] */
-    lms_weights wk, wv;           /* [n_kv_heads*head_dim, d_model] */
+    lms_matrix wq;                /* [n_heads*head_dim, d_model] */
+    lms_matrix wk, wv;            /* [n_kv_heads*head_dim, d_model] */
     const float *bq, *bk, *bv;    /* qwen2 only, else NULL */
     const float *q_norm, *k_norm; /* [head_dim], qwen3 only, else NULL */
-    lms_weights wo;               /* [d_model, n_heads*head_dim] */
+    lms_matrix wo;                /* [d_model, n_heads*head_dim] */
     const float *ffn_norm;        /* [d_model] */
-    lms_weights w_gate, w_up;     /* [d_ff, d_model] */
-    lms_weights w_down;           /* [d_model, d_ff] */
+    lms_matrix w_gate, w_up;      /* [d_ff, d_model] */
+    lms_matrix w_down;            /* [d_model, d_ff] */
 } lms_layer_weights;
 
 struct gguf_file;
 
 typedef struct lms_model {
     lms_model_config cfg;
-    lms_weights tok_embd;      /* [vocab_size, d_model] */
+    lms_matrix tok_embd;       /* [vocab_size, d_model] */
     const float *output_norm;  /* [d_model] */
-    lms_weights output;        /* [vocab_size, d_model]; the same matrix as tok_embd when tied */
+    lms_matrix output;         /* [vocab_size, d_model]; the same matrix as tok_embd when tied */
     lms_layer_weights *layers; /* [n_layers] */
-
-    const char *precision;      /* "f32", "bf16", "int8", "mixed": what the matrices hold */
-    char precision_reason[200]; /* why */
+    /* The matrices lie in read-only file mappings: the pages of one may be
+     * dropped from memory once it is packed (they read back from the file). */
+    bool file_backed;
 
     /* Where the model came from, for the tokenizer loader: exactly one of
      * these is set. Owned by the model. */
@@ -97,22 +107,8 @@ typedef struct lms_model {
     struct lms_model_storage *storage; /* private: buffers and mappings */
 } lms_model;
 
-typedef struct {
-    lms_precision precision;
-    bool low_precision; /* the CPU runs the 16-bit and Q8 kernels (AVX2, FMA, F16C) */
-    lms_stop stop;      /* polled while weights are converted and packed */
-} lms_load_options;
-
-/* opt NULL: f32 matrices, nothing polled. */
-lms_status lms_model_load(const char *path, const lms_load_options *opt, lms_model **out,
-                          lms_error *err);
-
-/* The matrices a model of n_layers holds at most: embedding, head, and
- * seven per layer. */
-#define LMS_MODEL_MATRICES(n_layers) (2 + 7 * (size_t)(n_layers))
-/* Fills out (room for LMS_MODEL_MATRICES) with the model's distinct
- * matrices — the head only when it is not the embedding; returns how many. */
-int32_t lms_model_matrices(const lms_model *m, const lms_weights **out);
+/* stop (may be NULL) is polled while stored vectors are converted to f32. */
+lms_status lms_model_load(const char *path, const lms_stop *stop, lms_model **out, lms_error *err);
 void lms_model_free(lms_model *model);
 
 const char *lms_arch_name(lms_arch arch);

@@ -1,8 +1,8 @@
 /*
  * model_bind.c — the format-independent part of loading a model
  * (model_bind.h): geometry checks, weight lookup by slot, shape checks
- * against the geometry, conversion to f32 or packing into the format the
- * precision asks for (weights_pack.h), and the model's lifetime.
+ * against the geometry, the vectors' conversion to f32, the matrices handed
+ * over as stored, and the model's lifetime.
  */
 #include "model_bind.h"
 
@@ -14,7 +14,6 @@
 
 #include "alloc.h"
 #include "gguf.h"
-#include "weights_pack.h"
 
 const char *lms_arch_name(lms_arch arch)
 {
@@ -186,13 +185,9 @@ static void format_dims(char *buf, size_t size, uint32_t n_dims, const uint64_t 
 typedef struct {
     lms_model *model;
     const lms_tensor_source *src;
-    const lms_load_options *opt;
     unsigned char *used;   /* [src->n_tensors] */
     lms_convert_job *jobs; /* conversions, run together once everything is bound */
     size_t n_jobs, cap_jobs;
-    lms_pack_job *packs; /* packing, likewise */
-    size_t n_packs, cap_packs;
-    bool stored[LMS_DTYPE_Q6_K + 1]; /* the matrices' stored types */
 } binder;
 
 /* Grows *array (of elem bytes each) so that one more fits. */
@@ -286,58 +281,17 @@ static lms_status bind_tensor(binder *b, const char *name, const slot_shape *sha
     return tensor_as_f32(b, name, &t, shape, out, err);
 }
 
-/* The format a matrix stored as type takes (lmscore.h's lms_precision). */
-static lms_weights_format matrix_format(const lms_load_options *opt, lms_dtype type)
-{
-    if (!opt->low_precision) return LMS_WEIGHTS_F32;
-    switch (opt->precision) {
-    case LMS_PRECISION_F32:
-        return LMS_WEIGHTS_F32;
-    case LMS_PRECISION_BF16:
-        return type == LMS_DTYPE_F16 ? LMS_WEIGHTS_F16 : LMS_WEIGHTS_BF16;
-    case LMS_PRECISION_INT8:
-        return LMS_WEIGHTS_Q8;
-    case LMS_PRECISION_AUTO:
-        break;
-    }
-    switch (type) {
-    case LMS_DTYPE_F32:
-        return LMS_WEIGHTS_F32;
-    case LMS_DTYPE_F16:
-        return LMS_WEIGHTS_F16;
-    case LMS_DTYPE_BF16:
-        return LMS_WEIGHTS_BF16;
-    default: /* ggml's block formats */
-        return LMS_WEIGHTS_Q8;
-    }
-}
-
-/* Binds the [rows × cols] matrix called name to *out in the format the
- * precision gives its stored type: in place or converted for F32, packed
- * otherwise. A missing matrix that is not required leaves out->n == 0. */
+/* Binds the [rows × cols] matrix called name to *out as stored. A missing
+ * matrix that is not required leaves out->n == 0. */
 static lms_status bind_matrix(binder *b, const char *name, const slot_shape *shape, bool required,
-                              lms_weights *out, lms_error *err)
+                              lms_matrix *out, lms_error *err)
 {
     memset(out, 0, sizeof *out);
     lms_stored_tensor t;
     bool found;
     lms_status st = find_tensor(b, name, shape, required, &t, &found, err);
     if (st != LMS_OK || !found) return st;
-    b->stored[t.dtype] = true;
-    const lms_weights_format format = matrix_format(b->opt, t.dtype);
-    const int32_t n = (int32_t)shape->dims[0], k = (int32_t)shape->dims[1];
-    if (format == LMS_WEIGHTS_F32) {
-        *out = (lms_weights){.format = LMS_WEIGHTS_F32, .n = n, .k = k};
-        return tensor_as_f32(b, name, &t, shape, &out->f32, err);
-    }
-    st = reserve_one((void **)&b->packs, b->n_packs, &b->cap_packs, sizeof *b->packs, err);
-    if (st != LMS_OK) return st;
-    void *buffer;
-    st = lms_weights_alloc(out, t.dtype, format, n, k, &buffer, err);
-    if (st != LMS_OK) return lms_fail_context(err, "tensor '%s'", name);
-    st = lms_model_keep(b->model, buffer, err);
-    if (st != LMS_OK) return st;
-    b->packs[b->n_packs++] = (lms_pack_job){t.dtype, t.data, out, b->src->file_backed};
+    *out = (lms_matrix){t.dtype, t.data, (int32_t)shape->dims[0], (int32_t)shape->dims[1]};
     return LMS_OK;
 }
 
@@ -390,7 +344,7 @@ static lms_status bind_globals(binder *b, lms_error *err)
 }
 
 /* The matrix a slot fills, or NULL for a vector slot. */
-static lms_weights *layer_slot_matrix(lms_layer_weights *w, lms_layer_slot slot)
+static lms_matrix *layer_slot_matrix(lms_layer_weights *w, lms_layer_slot slot)
 {
     switch (slot) {
     case LMS_LAYER_Q:
@@ -458,7 +412,7 @@ static lms_status bind_layers(binder *b, lms_error *err)
             char name[160];
             snprintf(name, sizeof name, "%s%d.%s", b->src->layer_prefix, l, b->src->layer_names[s]);
             slot_shape shape = layer_shape(c, (lms_layer_slot)s);
-            lms_weights *matrix = layer_slot_matrix(&m->layers[l], (lms_layer_slot)s);
+            lms_matrix *matrix = layer_slot_matrix(&m->layers[l], (lms_layer_slot)s);
             lms_status st =
                 matrix ? bind_matrix(b, name, &shape, need == SLOT_REQUIRED, matrix, err)
                        : bind_tensor(b, name, &shape, need == SLOT_REQUIRED,
@@ -486,74 +440,20 @@ static lms_status check_all_used(const binder *b, lms_error *err)
     return LMS_OK;
 }
 
-int32_t lms_model_matrices(const lms_model *m, const lms_weights **out)
-{
-    int32_t n = 0;
-    out[n++] = &m->tok_embd;
-    if (!m->cfg.tied_embeddings) out[n++] = &m->output;
-    for (int32_t l = 0; l < m->cfg.n_layers; l++) {
-        const lms_layer_weights *w = &m->layers[l];
-        const lms_weights *layer[] = {&w->wq,     &w->wk,   &w->wv,    &w->wo,
-                                      &w->w_gate, &w->w_up, &w->w_down};
-        for (size_t i = 0; i < sizeof layer / sizeof *layer; i++)
-            out[n++] = layer[i];
-    }
-    return n;
-}
-
-/* Sets model->precision and its reason from the formats the matrices took. */
-static void describe_precision(lms_model *m, const lms_load_options *opt, const bool *stored)
-{
-    const lms_weights **all = malloc(LMS_MODEL_MATRICES(m->cfg.n_layers) * sizeof *all);
-    int counts[LMS_WEIGHTS_Q8 + 1] = {0};
-    if (all) {
-        int32_t n = lms_model_matrices(m, all);
-        for (int32_t i = 0; i < n; i++)
-            counts[all[i]->format]++;
-        free(all);
-    }
-    const int sixteen = counts[LMS_WEIGHTS_F16] + counts[LMS_WEIGHTS_BF16];
-    const int kinds = (counts[LMS_WEIGHTS_F32] > 0) + (sixteen > 0) + (counts[LMS_WEIGHTS_Q8] > 0);
-    m->precision = kinds > 1 ? "mixed" : counts[LMS_WEIGHTS_Q8] ? "int8" : sixteen ? "bf16" : "f32";
-    char types[64] = "";
-    for (int t = 0; t <= LMS_DTYPE_Q6_K; t++)
-        if (stored[t])
-            snprintf(types + strlen(types), sizeof types - strlen(types), "%s%s",
-                     types[0] ? ", " : "", lms_dtype_name((lms_dtype)t));
-    const char *lacks = "the CPU lacks AVX2, FMA or F16C, which the 16-bit and int8 kernels need";
-    if (opt->precision == LMS_PRECISION_AUTO && !opt->low_precision && m->precision[0] == 'f')
-        snprintf(m->precision_reason, sizeof m->precision_reason,
-                 "auto: the weights are stored as %s; %s", types, lacks);
-    else if (opt->precision == LMS_PRECISION_AUTO)
-        snprintf(m->precision_reason, sizeof m->precision_reason,
-                 "auto: every weight kept as stored (%s)", types);
-    else if (!opt->low_precision && opt->precision != LMS_PRECISION_F32)
-        snprintf(m->precision_reason, sizeof m->precision_reason, "%s asked for, but %s: f32",
-                 lms_precision_name(opt->precision), lacks);
-    else
-        snprintf(m->precision_reason, sizeof m->precision_reason,
-                 "%s asked for (weights stored as %s)", lms_precision_name(opt->precision), types);
-}
-
-lms_status lms_model_bind(lms_model *model, const lms_tensor_source *src,
-                          const lms_load_options *opt, lms_error *err)
+lms_status lms_model_bind(lms_model *model, const lms_tensor_source *src, const lms_stop *stop,
+                          lms_error *err)
 {
     lms_status st = check_config(&model->cfg, err);
     if (st != LMS_OK) return st;
-    binder b = {.model = model,
-                .src = src,
-                .opt = opt,
-                .used = calloc(src->n_tensors ? src->n_tensors : 1, 1)};
+    model->file_backed = src->file_backed;
+    binder b = {.model = model, .src = src, .used = calloc(src->n_tensors ? src->n_tensors : 1, 1)};
     if (!b.used) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "tensor bookkeeping");
     st = vocab_from_embedding(&b, err);
     if (st == LMS_OK) st = bind_globals(&b, err);
     if (st == LMS_OK) st = bind_layers(&b, err);
     if (st == LMS_OK) st = check_all_used(&b, err);
-    if (st == LMS_OK) st = lms_convert_to_f32(b.jobs, b.n_jobs, &opt->stop, err);
-    if (st == LMS_OK) st = lms_pack_run(b.packs, b.n_packs, &opt->stop, err);
-    if (st == LMS_OK) describe_precision(model, opt, b.stored);
+    if (st == LMS_OK) st = lms_convert_to_f32(b.jobs, b.n_jobs, stop, err);
     free(b.jobs);
-    free(b.packs);
     free(b.used);
     return st;
 }

@@ -5,8 +5,9 @@
  * A front-end fills lms_model_config from its metadata and describes its
  * tensors through an lms_tensor_source; lms_model_bind then checks the
  * geometry, finds every weight the architecture needs under the format's
- * names, checks each shape against the geometry, converts to f32 where
- * needed and rejects tensors that no slot consumed.
+ * names, checks each shape against the geometry, converts the vectors to
+ * f32, hands the matrices over as stored (lms_matrix) and rejects tensors
+ * that no slot consumed.
  */
 #ifndef LMS_MODEL_BIND_H
 #define LMS_MODEL_BIND_H
@@ -21,7 +22,7 @@
 
 /* Buffers and files a loaded model keeps alive; freed by lms_model_free. */
 struct lms_model_storage {
-    void **buffers; /* lms_alloc'ed: converted weights, computed rope factors */
+    void **buffers; /* lms_alloc'ed: converted vectors, computed rope factors */
     size_t n_buffers, cap_buffers;
     safetensors_file **shards; /* HF: F32 weights point into their mappings */
     size_t n_shards;
@@ -98,8 +99,8 @@ lms_status lms_model_keep(lms_model *model, void *buffer, lms_error *err);
 /* Checks the geometry, then fills tok_embd, output_norm, output, layers and
  * cfg.rope_freq_factors / cfg.tied_embeddings from src. A config with
  * tied_embeddings already set ignores the output tensor if present. stop
- * (may be NULL) is polled while stored weights are converted. */
-lms_status lms_model_bind(lms_model *model, const lms_tensor_source *src,
-                          const lms_load_options *opt, lms_error *err);
+ * (may be NULL) is polled while stored vectors are converted. */
+lms_status lms_model_bind(lms_model *model, const lms_tensor_source *src, const lms_stop *stop,
+                          lms_error *err);
 
 #endif

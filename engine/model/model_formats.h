@@ -11,11 +11,11 @@
 #include "model.h"
 
 /* A GGUF file. */
-lms_status lms_model_load_gguf(lms_model *model, const char *path, const lms_load_options *opt,
+lms_status lms_model_load_gguf(lms_model *model, const char *path, const lms_stop *stop,
                                lms_error *err);
 /* A Hugging Face directory: config.json and model.safetensors, or the shards
  * model.safetensors.index.json lists. */
-lms_status lms_model_load_hf(lms_model *model, const char *dir, const lms_load_options *opt,
+lms_status lms_model_load_hf(lms_model *model, const char *dir, const lms_stop *stop,
                              lms_error *err);
 
 #endif

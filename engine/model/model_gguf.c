@@ -188,7 +188,7 @@ static lms_status read_config(const gguf_file *f, lms_model_config *c, lms_error
     return st;
 }
 
-lms_status lms_model_load_gguf(lms_model *model, const char *path, const lms_load_options *opt,
+lms_status lms_model_load_gguf(lms_model *model, const char *path, const lms_stop *stop,
                                lms_error *err)
 {
     lms_status st = gguf_open(path, &model->gguf, err);
@@ -212,7 +212,7 @@ lms_status lms_model_load_gguf(lms_model *model, const char *path, const lms_loa
             .ctx = f,
             .file_backed = true,
         };
-        st = lms_model_bind(model, &src, opt, err);
+        st = lms_model_bind(model, &src, stop, err);
     }
     if (st != LMS_OK) lms_fail_context(err, "%s", path);
     return st;

@@ -457,7 +457,7 @@ static lms_status open_shards(lms_model *model, const char *dir, json_object **i
     return st;
 }
 
-static lms_status load_weights(lms_model *model, const char *dir, const lms_load_options *opt,
+static lms_status load_weights(lms_model *model, const char *dir, const lms_stop *stop,
                                lms_error *err)
 {
     json_object *index = NULL;
@@ -480,7 +480,7 @@ static lms_status load_weights(lms_model *model, const char *dir, const lms_load
             .ctx = &tensors,
             .file_backed = true,
         };
-        st = lms_model_bind(model, &src, opt, err);
+        st = lms_model_bind(model, &src, stop, err);
     }
     json_object_put(index);
     free(shards.files);
@@ -489,7 +489,7 @@ static lms_status load_weights(lms_model *model, const char *dir, const lms_load
     return st;
 }
 
-lms_status lms_model_load_hf(lms_model *model, const char *dir, const lms_load_options *opt,
+lms_status lms_model_load_hf(lms_model *model, const char *dir, const lms_stop *stop,
                              lms_error *err)
 {
     model->hf_dir = strdup(dir);
@@ -507,7 +507,7 @@ lms_status lms_model_load_hf(lms_model *model, const char *dir, const lms_load_o
         lms_fail_context(err, "%s", dir);
         return st;
     }
-    st = load_weights(model, dir, opt, err);
+    st = load_weights(model, dir, stop, err);
     if (st != LMS_OK) lms_fail_context(err, "%s", dir);
     return st;
 }

@@ -11,20 +11,17 @@
 #include "model_bind.h"
 #include "model_formats.h"
 
-lms_status lms_model_load(const char *path, const lms_load_options *opt, lms_model **out,
-                          lms_error *err)
+lms_status lms_model_load(const char *path, const lms_stop *stop, lms_model **out, lms_error *err)
 {
     *out = NULL;
-    const lms_load_options f32 = {LMS_PRECISION_F32, false, {NULL, NULL}};
-    if (!opt) opt = &f32;
     struct stat st_buf;
     if (stat(path, &st_buf) != 0)
         return lms_fail(err, LMS_ERR_IO, NULL, NULL, "%s: %s", path, strerror(errno));
     lms_model *model;
     lms_status st = lms_model_create(&model, err);
     if (st != LMS_OK) return st;
-    st = S_ISDIR(st_buf.st_mode) ? lms_model_load_hf(model, path, opt, err)
-                                 : lms_model_load_gguf(model, path, opt, err);
+    st = S_ISDIR(st_buf.st_mode) ? lms_model_load_hf(model, path, stop, err)
+                                 : lms_model_load_gguf(model, path, stop, err);
     if (st != LMS_OK) {
         lms_model_free(model);
         return st;

@@ -13,6 +13,7 @@
 #include "tier.h"
 #include "gguf.h"
 #include "matmul.h"
+#include "model_weights.h"
 #include "names.h"
 #include "tokenizer.h"
 
@@ -106,11 +107,10 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
     const compute_tier *tier;
     lms_status st = compute_tier_select(e->opt.isa, &cpu, &tier, err);
     if (st != LMS_OK) goto fail;
-    const lms_load_options load = {e->opt.precision,
-                                   compute_tier_multiplies(tier, LMS_WEIGHTS_BF16) &&
-                                       compute_tier_multiplies(tier, LMS_WEIGHTS_Q8),
-                                   e->opt.open_stop};
-    st = lms_model_load(model_path, &load, &e->model, err);
+    st = lms_model_load(model_path, &e->opt.open_stop, &e->model, err);
+    if (st == LMS_OK)
+        st = model_weights_create(e->model, tier, e->opt.precision, &e->opt.open_stop, &e->weights,
+                                  err);
     if (st != LMS_OK) goto fail;
     const lms_model_config *c = &e->model->cfg;
     if (e->opt.max_sequence_tokens == 0) e->opt.max_sequence_tokens = c->context_length;
@@ -133,7 +133,7 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
     blas_probe_shape shapes[10];
     int n_shapes = 0;
     const bool f32_projections =
-        strcmp(e->model->precision, "f32") == 0 || strcmp(e->model->precision, "mixed") == 0;
+        strcmp(e->weights->precision, "f32") == 0 || strcmp(e->weights->precision, "mixed") == 0;
     for (int i = 0; i < 5 && f32_projections; i++) {
         const int32_t k = projections[i][0], n = projections[i][1];
         shapes[n_shapes++] = (blas_probe_shape){k, n < MATMUL_COL_TILE ? n : MATMUL_COL_TILE};
@@ -163,6 +163,7 @@ void lms_engine_close(lms_engine *e)
     if (!e) return;
     prefix_cache_free(e->cache);
     lms_tokenizer_free(e->tokenizer);
+    model_weights_free(e->weights);
     lms_model_free(e->model);
     free(e);
 }
@@ -170,9 +171,9 @@ void lms_engine_close(lms_engine *e)
 /* The matrices' formats, bytes and elements, and the kernels they run on. */
 static void describe_weights(const lms_engine *e, lms_model_info *out)
 {
-    const lms_weights **all = malloc(LMS_MODEL_MATRICES(e->model->cfg.n_layers) * sizeof *all);
+    const lms_weights **all = malloc(MODEL_WEIGHTS_MAX(e->weights->n_layers) * sizeof *all);
     if (!all) return;
-    const int32_t n = lms_model_matrices(e->model, all);
+    const int32_t n = model_weights_list(e->weights, all);
     int counts[LMS_WEIGHTS_Q8 + 1] = {0};
     for (int32_t i = 0; i < n; i++) {
         counts[all[i]->format]++;
@@ -213,8 +214,9 @@ void lms_engine_model_info(const lms_engine *e, lms_model_info *out)
     out->d_ff = c->d_ff;
     out->vocab_size = c->vocab_size;
     out->context_length = c->context_length;
-    out->precision = e->model->precision;
-    snprintf(out->precision_reason, sizeof out->precision_reason, "%s", e->model->precision_reason);
+    out->precision = e->weights->precision;
+    snprintf(out->precision_reason, sizeof out->precision_reason, "%s",
+             e->weights->precision_reason);
     describe_weights(e, out);
 }
 

@@ -255,7 +255,7 @@ static lms_status run_batch(score_state *j, batch_buf *b, int32_t prefix_rows,
         .should_stop = stop_requested,
         .stop_ctx = j,
     };
-    lms_status st = forward_run(j->e->model, &j->e->tune, &fb, err);
+    lms_status st = forward_run(j->e->model, j->e->weights, &j->e->tune, &fb, err);
     if (st != LMS_OK) return st;
     const int32_t nl = j->req->n_labels;
     for (int32_t s = 0; s < b->n_score; s++) {
@@ -398,8 +398,9 @@ static lms_status prefill(score_state *j, prefix_cache_entry **entry, lms_error 
         j->res->cached_tokens = p;
         const kv_prefix *kv = prefix_cache_kv(*entry);
         if (b.n_score)
-            st = lm_head_label_logprobs(e->model, &e->tune.matmul, kv->last_hidden, NULL, 1,
-                                        r->label_ids, r->n_labels, b.lp, err);
+            st = lm_head_label_logprobs(e->model, &e->weights->output, &e->tune.matmul,
+                                        kv->last_hidden, NULL, 1, r->label_ids, r->n_labels, b.lp,
+                                        err);
         for (int32_t s = 1; s < b.n_score && st == LMS_OK; s++)
             memcpy(b.lp + (size_t)s * r->n_labels, b.lp, (size_t)r->n_labels * sizeof(float));
         for (int32_t s = 0; s < b.n_score && st == LMS_OK; s++) {

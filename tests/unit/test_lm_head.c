@@ -20,6 +20,7 @@
 
 typedef struct {
     lms_model model;
+    lms_weights head;    /* the output matrix, f32 */
     float *norm, *w, *x; /* x: n_rows × d hidden states */
     int32_t n_rows;
 } head_fixture;
@@ -52,7 +53,7 @@ static void fixture_make(head_fixture *f, int32_t d, int32_t vocab, int32_t n_ro
     for (size_t i = 0; i < (size_t)n_rows * d; i++)
         f->x[i] = uniform(-2.0f, 2.0f);
     f->model.output_norm = f->norm;
-    f->model.output = (lms_weights){.format = LMS_WEIGHTS_F32, .n = vocab, .k = d, .f32 = f->w};
+    f->head = (lms_weights){.format = LMS_WEIGHTS_F32, .n = vocab, .k = d, .f32 = f->w};
 }
 
 static void fixture_free(head_fixture *f)
@@ -95,8 +96,8 @@ static float *score(const head_fixture *f, const int32_t *rows, int32_t n, const
     float *out = malloc((size_t)n * n_labels * sizeof(float));
     assert_non_null(out);
     lms_error err;
-    lms_status st =
-        lm_head_label_logprobs(&f->model, NULL, f->x, rows, n, labels, n_labels, out, &err);
+    lms_status st = lm_head_label_logprobs(&f->model, &f->head, NULL, f->x, rows, n, labels,
+                                           n_labels, out, &err);
     if (st != LMS_OK) fail_msg("lm_head_label_logprobs: %s", err.msg);
     return out;
 }

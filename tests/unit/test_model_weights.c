@@ -1,0 +1,188 @@
+/*
+ * test_model_weights.c — a loaded model's matrices in a tier's formats
+ * (compute/model_weights.c), on the demo models (f32, bf16 and Q8_0 GGUFs):
+ * the format each (precision, stored type, tier) gets, with its reason;
+ * f32 used in place from the file; converted and packed matrices accounted
+ * and freed; a stop request honoured while they are made.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "model_weights.h"
+
+static lms_model *load(const char *name)
+{
+    const char *dir = getenv("LMSCORE_BUILD_DIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/models/%s", dir ? dir : "build", name);
+    lms_model *m;
+    lms_error err = {0};
+    if (lms_model_load(path, NULL, &m, &err) != LMS_OK) fail_msg("%s: %s", path, err.msg);
+    return m;
+}
+
+static const compute_tier *tier_named(const char *name)
+{
+    for (const compute_tier *const *t = compute_tiers; *t; t++)
+        if (!strcmp((*t)->name, name)) return *t;
+    fail_msg("no tier %s", name);
+    return NULL;
+}
+
+/* Every matrix of w has format (w->n_layers layers, embedding, head). */
+static void expect_format(const model_weights *w, lms_weights_format format, const char *what)
+{
+    const lms_weights *all[MODEL_WEIGHTS_MAX(64)];
+    const int32_t n = model_weights_list(w, all);
+    assert_true(n >= 8);
+    for (int32_t i = 0; i < n; i++)
+        if (all[i]->format != format)
+            fail_msg("%s: matrix %d is %s, want %s", what, i,
+                     lms_weights_format_name(all[i]->format), lms_weights_format_name(format));
+}
+
+/* model_weights.h's table, on a tier with every format (avx2: its code
+ * need not run here, the formats are data) and on the generic one. */
+static void test_formats_follow_the_precision_and_tier(void **state)
+{
+    (void)state;
+    const struct {
+        const char *model, *tier;
+        lms_precision precision;
+        lms_weights_format format;
+        const char *name, *reason;
+    } cases[] = {
+        {"tiny-qwen3.gguf", "avx2", LMS_PRECISION_AUTO, LMS_WEIGHTS_F32, "f32", "kept as stored"},
+        {"tiny-qwen3.gguf", "avx2", LMS_PRECISION_BF16, LMS_WEIGHTS_BF16, "bf16", "bf16 asked"},
+        {"tiny-qwen3.gguf", "avx2", LMS_PRECISION_INT8, LMS_WEIGHTS_Q8, "int8", "int8 asked"},
+        {"tiny-qwen3-bf16.gguf", "avx2", LMS_PRECISION_AUTO, LMS_WEIGHTS_BF16, "bf16", "(bf16)"},
+        {"tiny-qwen3-bf16.gguf", "avx2", LMS_PRECISION_F32, LMS_WEIGHTS_F32, "f32", "f32 asked"},
+        {"tiny-qwen3-q8_0.gguf", "avx2", LMS_PRECISION_AUTO, LMS_WEIGHTS_Q8, "int8", "(q8_0)"},
+        {"tiny-qwen3-q8_0.gguf", "avx2", LMS_PRECISION_BF16, LMS_WEIGHTS_BF16, "bf16", "q8_0"},
+        {"tiny-qwen3-q8_0.gguf", "generic", LMS_PRECISION_AUTO, LMS_WEIGHTS_F32, "f32",
+         "the generic tier has no 16-bit or int8 kernels"},
+        {"tiny-qwen3-bf16.gguf", "generic", LMS_PRECISION_BF16, LMS_WEIGHTS_F32, "f32",
+         "bf16 asked for, but the generic tier"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        lms_model *m = load(cases[c].model);
+        model_weights *w;
+        lms_error err = {0};
+        if (model_weights_create(m, tier_named(cases[c].tier), cases[c].precision, NULL, &w,
+                                 &err) != LMS_OK)
+            fail_msg("%s: %s", cases[c].model, err.msg);
+        char what[160];
+        snprintf(what, sizeof what, "%s, %s, %s tier", cases[c].model,
+                 lms_precision_name(cases[c].precision), cases[c].tier);
+        expect_format(w, cases[c].format, what);
+        assert_string_equal(w->precision, cases[c].name);
+        if (!strstr(w->precision_reason, cases[c].reason))
+            fail_msg("%s: reason '%s' lacks '%s'", what, w->precision_reason, cases[c].reason);
+        model_weights_free(w);
+        lms_model_free(m);
+    }
+}
+
+/* f32 weights stored aligned are the file's own bytes: nothing allocated;
+ * a bf16 model in f32 is converted, every element accounted, all freed;
+ * the tied head is the embedding. */
+static void test_in_place_and_accounted(void **state)
+{
+    (void)state;
+    const compute_tier *generic = tier_named("generic");
+    lms_model *m = load("tiny-qwen3.gguf");
+    size_t before = lms_alloc_current_bytes();
+    model_weights *w;
+    lms_error err = {0};
+    assert_int_equal(model_weights_create(m, generic, LMS_PRECISION_AUTO, NULL, &w, &err), LMS_OK);
+    assert_int_equal(lms_alloc_current_bytes(), before);
+    assert_ptr_equal(w->layers[0].wq.f32, m->layers[0].wq.data);
+    assert_ptr_equal(w->tok_embd.f32, m->tok_embd.data);
+    model_weights_free(w);
+    lms_model_free(m);
+
+    m = load("tiny-qwen3-bf16.gguf");
+    before = lms_alloc_current_bytes();
+    assert_int_equal(model_weights_create(m, generic, LMS_PRECISION_F32, NULL, &w, &err), LMS_OK);
+    const lms_weights *all[MODEL_WEIGHTS_MAX(64)];
+    size_t elements = 0;
+    for (int32_t i = 0, n = model_weights_list(w, all); i < n; i++)
+        elements += (size_t)all[i]->n * (size_t)all[i]->k;
+    assert_int_equal(lms_alloc_current_bytes() - before, elements * sizeof(float));
+    if (m->cfg.tied_embeddings) assert_ptr_equal(w->output.f32, w->tok_embd.f32);
+    model_weights_free(w);
+    assert_int_equal(lms_alloc_current_bytes(), before);
+    lms_model_free(m);
+}
+
+/* should_stop: stops from the (limit + 1)-th poll on (never when limit <
+ * 0), counting the polls, which come from the conversion's and packing's
+ * threads. */
+typedef struct {
+    atomic_int polls;
+    int limit;
+} stop_after;
+
+static int stop_after_polls(void *ctx)
+{
+    stop_after *s = ctx;
+    int n = atomic_fetch_add(&s->polls, 1) + 1;
+    return s->limit >= 0 && n > s->limit;
+}
+
+/* Converting (bf16 to f32) and packing (f32 to Q8) stop when asked, and
+ * free what they made. */
+static void test_stops_when_asked(void **state)
+{
+    (void)state;
+    const struct {
+        const char *model;
+        lms_precision precision;
+    } cases[] = {{"tiny-qwen3-bf16.gguf", LMS_PRECISION_F32},
+                 {"tiny-qwen3.gguf", LMS_PRECISION_INT8}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        lms_model *m = load(cases[c].model);
+        const compute_tier *tier = tier_named("avx2");
+        stop_after never = {.limit = -1};
+        const lms_stop poll = {stop_after_polls, &never};
+        model_weights *w;
+        lms_error err = {0};
+        assert_int_equal(model_weights_create(m, tier, cases[c].precision, &poll, &w, &err),
+                         LMS_OK);
+        model_weights_free(w);
+        const int chunks = atomic_load(&never.polls);
+        assert_true(chunks > 3); /* one poll per chunk, at least one per matrix */
+
+        const size_t before = lms_alloc_current_bytes();
+        stop_after three = {.limit = 3};
+        const lms_stop stop = {stop_after_polls, &three};
+        w = (model_weights *)1;
+        assert_int_equal(model_weights_create(m, tier, cases[c].precision, &stop, &w, &err),
+                         LMS_ERR_CANCELLED);
+        assert_null(w);
+        assert_int_equal(lms_alloc_current_bytes(), before); /* what it made is freed */
+        assert_true(atomic_load(&three.polls) < chunks);     /* the rest was skipped */
+        print_message("%s as %s: %d chunks; stopped after %d polls (%s)\n", cases[c].model,
+                      lms_precision_name(cases[c].precision), chunks, atomic_load(&three.polls),
+                      err.msg);
+        lms_model_free(m);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_formats_follow_the_precision_and_tier),
+        cmocka_unit_test(test_in_place_and_accounted),
+        cmocka_unit_test(test_stops_when_asked),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
