@@ -79,9 +79,8 @@ static size_t thread_scratch_floats(const attn_plan *p)
 }
 
 /* Allocates the threads' scratch and hands the plan out, or frees it. Once
- * per plan, not per layer: a fresh multi-megabyte buffer per layer came back
- * as new zeroed pages every time (4% of an extend's time in the kernel's
- * page clearing). */
+ * per plan, not per layer: a fresh multi-megabyte buffer per layer would
+ * come back as new zeroed pages every time, cleared by the kernel. */
 static lms_status finish_plan(attn_plan *p, attn_plan **out, lms_error *err)
 {
     p->n_threads = omp_get_max_threads();

@@ -5,10 +5,9 @@
  *
  * A scoring pass has few score rows (one per item) against a vocabulary of
  * 32k-152k entries, so the head is bound by reading the output matrix W
- * (151,936 × 1,024 floats, 622 MB, for Qwen3-0.6B). As one sgemm it read W
- * at a third of the memory bandwidth: OpenBLAS copies W into its packed
- * layout on every call, and that copy was half of a small request's time on
- * the demo model. Here each chunk of score rows reads W once, straight from
+ * (151,936 × 1,024 floats, 622 MB, for Qwen3-0.6B). One sgemm would copy W
+ * into OpenBLAS's packed layout on every call, reading it twice. Here each
+ * chunk of score rows reads W once, straight from
  * the model, in vocabulary blocks spread over the threads; a block's logits
  * stay in the thread's cache, where the softmax's max and exponential sum
  * are taken at once. The per-block sums are combined in block order, so a
@@ -48,8 +47,8 @@ _Static_assert(TILE % 8 == 0, "fold_8 folds a tile's accumulators");
 
 /* Score rows per pass over W: as many as fit in about this many bytes (the
  * row tiles come back to them for every W slice, from L2), within
- * [CHUNK_MIN_ROWS, CHUNK_MAX_ROWS]. On Qwen3-0.6B (64 rows) a 128-row head
- * took 1.2× the time of 128 and 1.5× of 32. */
+ * [CHUNK_MIN_ROWS, CHUNK_MAX_ROWS]: past that the tiles' rows no longer
+ * stay in L2 beside the W slice they are multiplied by. */
 #define CHUNK_BYTES    (256 * 1024)
 #define CHUNK_MIN_ROWS 16
 #define CHUNK_MAX_ROWS 64

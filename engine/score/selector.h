@@ -2,8 +2,8 @@
  * selector.h — the cost model that picks a multi-item algorithm per request.
  *
  * Cost = arithmetic (linear layers per row, attention per visible
- * query/key pair) + a fixed cost per forward pass (weights packed and read
- * again by every sgemm call: measured as ~256 rows of linear work). The
+ * query/key pair) + a fixed cost per forward pass (the weights read again
+ * by every pass: PASS_COST_ROWS rows of linear work, selector.c). The
  * shapes come from the request (query length, padded item lengths) and the
  * model's geometry; pack sizes from the engine's token budget.
  */
