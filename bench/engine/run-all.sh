@@ -13,7 +13,9 @@
 #    and oneDNN);
 # 7. bench/metrics/run.sh BUILD_DIR (the Prometheus endpoint under load);
 # 8. bench/precision/run.sh BUILD_DIR (bf16 and int8 against f32: accuracy,
-#    speed, memory and start-up, the 8B geometry served as Q8_0).
+#    speed, memory and start-up, the 8B geometry served as Q8_0);
+# 9. bench/peer/run.sh BUILD_DIR (the engine against llama.cpp on the same
+#    files: time ratio and accuracy).
 # Each part's output is also kept in RESULTS_DIR/<part>.log. A failing part
 # does not stop the others; the exit status says whether any failed.
 # BENCH_ENGINE_ARGS (environment) is passed to bench_engine, e.g.
@@ -53,7 +55,7 @@ if run_part engine "$build/bench/bench_engine" --model "$build/models/qwen3-0.6b
     fi
 fi
 
-for part in tokenizer service sizing lm_head matmul metrics precision; do
+for part in tokenizer service sizing lm_head matmul metrics precision peer; do
     if [ -f "$src/bench/$part/run.sh" ]; then
         run_part "$part" sh "$src/bench/$part/run.sh" "$build"
     else

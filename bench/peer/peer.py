@@ -1,0 +1,202 @@
+"""peer.py — the engine against llama.cpp (docs/benchmarks.md#llamacpp),
+part of `make bench`: speed on the peer workload and accuracy against the
+engine's f32, on the same GGUF files, with llama.cpp's own prebuilt
+libraries (the pinned npm package of tests/ggml/npm, in the build tree's
+ggml-ref/).
+
+    python3 peer.py BUILD_DIR OUT_DIR
+
+The files: the Qwen3-0.6B geometry (lmscore-make-model --preset qwen3-0.6b)
+as f16 and Q8_0 (models-peer), and as Q4_K_M made from the f16 file by
+llama.cpp's own quantiser (llama_model_quantize, made here when missing or
+older than the f16 file), at the preset's projection std and at
+--projection-std 0.02 and 0.06.
+
+- speed: the peer workload (a 200-token query, 20 items of 20 tokens, 4
+  labels; random ids, seeded) on the preset's three files; per file, thread
+  count and lmscore ISA tier, one bench_peer process: both sides hold the
+  file and score in alternating rounds (PEER_ROUNDS, default 3, after one
+  warm-up round), lmscore at --precision auto. The ratio is llama.cpp's
+  median time over lmscore's.
+- accuracy: 100 items of 20 tokens after the same query, on every file of
+  every std: llama.cpp (its defaults: flash attention, f16 K and V) and
+  lmscore --precision auto (bench_peer, one round) against lmscore
+  --precision f32 on the same file (lmscore-local): mean and max
+  |Δ logprob|, each label's Spearman correlation of the item ranking, top-1
+  agreement.
+
+PEER_PARTS (default "speed accuracy"), PEER_THREADS (default "2"; a list
+runs each), PEER_ISA (default "auto"; "auto avx2" also runs lmscore's AVX2
+tier) and PEER_VARIANTS (default "preset std0.02 std0.06", the accuracy
+part's stds) pick subsets. Each bench_peer result is kept as
+OUT_DIR/peer-*.json. Prints Markdown.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "precision"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "ggml"))
+import accuracy  # noqa: E402
+import local  # noqa: E402
+from ggml_ref import Ggml  # noqa: E402
+
+QUERY_TOKENS, LABELS = 200, 4
+SPEED_ITEMS, ACCURACY_ITEMS, ITEM_TOKENS = 20, 100, 20
+ROUNDS = int(os.environ.get("PEER_ROUNDS", "3"))
+LIB_SUBDIR = os.path.join("ggml-ref", "node_modules", "@node-llama-cpp", "linux-x64", "bins",
+                          "linux-x64")
+# variant: (title, file stem of its f16, Q8_0 and Q4_K_M files)
+VARIANTS = {"preset": ("preset std (1/√fan_in)", "qwen3-0.6b"),
+            "std0.02": ("projection std 0.02", "qwen3-0.6b-std0.02"),
+            "std0.06": ("projection std 0.06", "qwen3-0.6b-std0.06")}
+FILE_TYPES = ("f16", "Q8_0", "Q4_K_M")
+
+
+def model_file(build, stem, file_type):
+    """models/STEM-f16.gguf ... ; the preset's f16 file is the benchmark
+    model models/qwen3-0.6b.gguf."""
+    if file_type == "f16" and stem == "qwen3-0.6b":
+        name = stem
+    else:
+        name = "%s-%s" % (stem, file_type.lower())
+    return os.path.join(build, "models", name + ".gguf")
+
+
+def ensure_q4_k_m(build, lib_dir, stem):
+    """llama.cpp's Q4_K_M of the variant's f16 file, made when missing or
+    older than it."""
+    src, dst = model_file(build, stem, "f16"), model_file(build, stem, "Q4_K_M")
+    if os.path.exists(dst) and os.path.getmtime(dst) >= os.path.getmtime(src):
+        return
+    tmp = dst + ".partial"
+    Ggml(lib_dir).llama_quantize(src, tmp, "Q4_K_M", threads=os.cpu_count() or 1)
+    os.replace(tmp, dst)
+    print("  made %s with llama_model_quantize" % os.path.basename(dst), file=sys.stderr)
+
+
+def bench_peer(build, lib_dir, model, request, threads, isa, rounds, warmup, out_json):
+    cmd = [os.path.join(build, "bench", "bench_peer"), "--model", model, "--request", request,
+           "--llama-lib", lib_dir, "--threads", str(threads), "--isa", isa,
+           "--rounds", str(rounds), "--warmup", str(warmup)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        sys.exit("peer: %s failed (status %d): %s" % (" ".join(cmd), proc.returncode,
+                                                      proc.stderr[-1000:]))
+    with open(out_json, "w") as f:
+        f.write(proc.stdout)
+    return json.loads(proc.stdout)
+
+
+def cpu_isa(flags):
+    if "avx512_vnni" in flags or "avx512vnni" in flags:
+        return "AVX-512 VNNI"
+    if "avx512f" in flags:
+        return "AVX-512"
+    return "AVX2, no AVX-512" if "avx2" in flags else "no AVX2"
+
+
+def load_average():
+    with open("/proc/loadavg") as f:
+        return " / ".join(f.read().split()[:3])
+
+
+def spread(seconds):
+    return "%.2f s (%.2f–%.2f)" % (statistics.median(seconds), min(seconds), max(seconds))
+
+
+def speed(build, out, lib_dir, threads_list, isas):
+    request = local.write_request(os.path.join(out, "peer-speed-request.json"), QUERY_TOKENS,
+                                  SPEED_ITEMS, ITEM_TOKENS, LABELS, seed=QUERY_TOKENS)
+    cpu = "%s (%s)" % (local.cpu_name(), cpu_isa(local.cpu_flags()))
+    print("\n### Speed: peer workload (%d-token query, %d items of %d tokens, %d labels), "
+          "median of %d alternating rounds\n" % (QUERY_TOKENS, SPEED_ITEMS, ITEM_TOKENS, LABELS,
+                                                 ROUNDS))
+    print("Load average (1/5/15 min) at the start: %s.\n" % load_average())
+    print("| CPU (ISA) | threads | file | lmscore `auto` (kernels) | llama.cpp | lmscore | ratio "
+          "| CPU share llama.cpp / lmscore |")
+    print("|---|---:|---|---|---:|---:|---:|---|", flush=True)
+    features = set()
+    for threads in threads_list:
+        for isa in isas:
+            for file_type in FILE_TYPES:
+                model = model_file(build, VARIANTS["preset"][1], file_type)
+                res = bench_peer(build, lib_dir, model, request, threads, isa, ROUNDS, 1,
+                                 os.path.join(out, "peer-speed-%s-t%d-%s.json"
+                                              % (file_type, threads, isa)))
+                ls, es = res["llama"]["seconds"], res["lmscore"]["seconds"]
+                e = res["lmscore"]
+                features.add(res["llama"]["features"])
+                print("| %s | %d | %s | %s (%s%s) | %s | %s | **%.2f×** | %.2f / %.2f |"
+                      % (cpu, threads, file_type, e["precision"],
+                         e["kernels"], ", `--isa avx2`" if isa == "avx2" else "", spread(ls),
+                         spread(es), statistics.median(ls) / statistics.median(es),
+                         statistics.mean(res["llama"]["cpu_share"]),
+                         statistics.mean(e["cpu_share"])), flush=True)
+    print("\nllama.cpp's CPU backend: %s. Load average at the end: %s."
+          % ("; ".join(sorted(features)), load_average()))
+
+
+def per_label_spearman(cand, ref):
+    c, r = cand["logprobs"], ref["logprobs"]
+    return [accuracy.pearson(accuracy.ranks([row[j] for row in c]),
+                             accuracy.ranks([row[j] for row in r])) for j in range(len(r[0]))]
+
+
+def accuracy_part(build, out, lib_dir, threads, variants):
+    request = local.write_request(os.path.join(out, "peer-accuracy-request.json"), QUERY_TOKENS,
+                                  ACCURACY_ITEMS, ITEM_TOKENS, LABELS, seed=ACCURACY_ITEMS)
+    print("\n### Accuracy against lmscore's f32 on the same file (%d-token query, %d items of "
+          "%d tokens, %d labels)\n" % (QUERY_TOKENS, ACCURACY_ITEMS, ITEM_TOKENS, LABELS))
+    print("| weights | file | scorer | mean \\|Δ logprob\\| | max \\|Δ\\| | Spearman per label "
+          "(lowest first) | top-1 agreement |")
+    print("|---|---|---|---:|---:|---|---:|", flush=True)
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    for variant in variants:
+        title, stem = VARIANTS[variant]
+        for file_type in FILE_TYPES:
+            model = model_file(build, stem, file_type)
+            res = bench_peer(build, lib_dir, model, request, threads, "auto", 1, 0,
+                             os.path.join(out, "peer-accuracy-%s-%s.json" % (stem, file_type)))
+            ref = local.score(build, model, request, "f32")
+            sides = (("llama.cpp", res["llama"]),
+                     ("lmscore `auto` (%s)" % res["lmscore"]["precision"], res["lmscore"]))
+            for name, cand in sides:
+                m = accuracy.compare(cand, ref)
+                rho = sorted(per_label_spearman(cand, ref))
+                print("| %s | %s | %s | %.5f | %.4f | %s | %.0f%% |"
+                      % (title, file_type, name, m["mean"], m["max"],
+                         " / ".join("%.5f" % x for x in rho), 100 * m["top1"]), flush=True)
+
+
+def main():
+    build, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    lib_dir = os.path.join(os.path.abspath(build), LIB_SUBDIR)
+    if not os.path.isdir(lib_dir):
+        sys.exit("peer: no llama.cpp libraries at %s (cmake --build %s --target ggml-ref)"
+                 % (lib_dir, build))
+    commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True, check=False).stdout.strip()
+    print("llama.cpp benchmark: %s, %d CPUs, %s, %s" % (
+        local.cpu_name(), os.cpu_count() or 0, commit or "unknown",
+        time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())), flush=True)
+    parts = os.environ.get("PEER_PARTS", "speed accuracy").split()
+    threads_list = [int(t) for t in os.environ.get("PEER_THREADS", "2").split()]
+    isas = os.environ.get("PEER_ISA", "auto").split()
+    variants = os.environ.get("PEER_VARIANTS", " ".join(VARIANTS)).split()
+    needed = set(variants if "accuracy" in parts else []) | ({"preset"} if "speed" in parts else set())
+    for variant in sorted(needed):
+        ensure_q4_k_m(build, lib_dir, VARIANTS[variant][1])
+    if "speed" in parts:
+        speed(build, out, lib_dir, threads_list, isas)
+    if "accuracy" in parts:
+        accuracy_part(build, out, lib_dir, threads_list[0], variants)
+
+
+if __name__ == "__main__":
+    main()
