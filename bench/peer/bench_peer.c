@@ -1,24 +1,26 @@
 /*
  * bench_peer — the engine against llama.cpp on one GGUF file, in one
- * process (docs/benchmarks.md#llamacpp-peer): both open the file, then score
- * the same token-id request in alternating rounds at the same thread
- * count, so that both see the same machine conditions; each round the
- * other side goes first.
+ * process (docs/benchmarks.md#llamacpp): both open the file, then score the
+ * same token-id request in alternating rounds at the same thread count, so
+ * that both see the same machine conditions; each round the other side goes
+ * first.
  *
  *   bench_peer --model FILE --request FILE --llama-lib DIR [--threads N]
- *              [--precision auto|f32|bf16|int8] [--isa auto|avx2]
+ *              [--precision auto|f32|bf16|int8] [--isa auto|TIER]
  *              [--rounds N] [--warmup N] [--llama-attention default|f32]
  *              [--expect-max-delta X]
  *
  * The request is lmscore-local's JSON of token ids (peer_request.h). The
- * engine runs with no prefix cache, so that every round computes the query
- * as llama.cpp's does (llama_peer.h). --warmup rounds (default 1) are not
- * reported. llama.cpp's attention is its default (flash attention, f16 K
- * and V), or with --llama-attention f32 its f32 path (llama_peer.h), the
- * one to set against the engine's --precision f32. Prints JSON: per side the seconds and CPU share
- * (the process's CPU time over wall time × threads) of each round, and the last round's
- * log-probabilities; how each side computed; the largest |Δ logprob|
- * between the sides. --expect-max-delta makes a larger one exit 1.
+ * engine runs at the compute tier --isa names, as lmscore-local does, with
+ * no prefix cache, so that every round computes the query as llama.cpp's
+ * does (llama_peer.h). --warmup rounds (default 1) are not reported.
+ * llama.cpp's attention is its default (flash attention, f16 K and V), or
+ * with --llama-attention f32 its f32 path, the one to set against the
+ * engine's --precision f32. Prints JSON: per side the seconds and CPU share
+ * (the process's CPU time over wall time × threads) of each round and the
+ * last round's log-probabilities; how each side computed; the largest
+ * |Δ logprob| between the sides. --expect-max-delta makes a larger one
+ * exit 1.
  */
 #include <json-c/json.h>
 #include <math.h>
@@ -50,9 +52,10 @@ static int usage(void)
 {
     fprintf(stderr,
             "usage: bench_peer --model FILE --request FILE --llama-lib DIR [--threads N]\n"
-            "                  [--precision auto|f32|bf16|int8] [--isa auto|avx2] [--rounds N]\n"
+            "                  [--precision auto|f32|bf16|int8] [--isa %s] [--rounds N]\n"
             "                  [--warmup N] [--llama-attention default|f32]\n"
-            "                  [--expect-max-delta X]\n");
+            "                  [--expect-max-delta X]\n",
+            lms_isa_names());
     return 2;
 }
 
@@ -83,7 +86,7 @@ static int parse_options(int argc, char **argv, options *o)
             o->expect_max_delta = strtod(v, &end);
         else if (!strcmp(a, "--precision") && lms_precision_parse(v, &o->precision))
             continue;
-        else if (!strcmp(a, "--isa") && (!strcmp(v, "auto") || !strcmp(v, "avx2")))
+        else if (!strcmp(a, "--isa") && lms_isa_known(v))
             o->isa = v;
         else if (!strcmp(a, "--llama-attention") && (!strcmp(v, "default") || !strcmp(v, "f32")))
             o->llama_f32_attention = !strcmp(v, "f32");
@@ -200,7 +203,7 @@ static int run(const options *o, const peer_request *r, lms_engine *engine, llam
         json_object *e = side(&et, matrix(res.logprobs, req->n_items, req->n_labels));
         json_object_object_add(e, "precision", json_object_new_string(mi.precision));
         json_object_object_add(e, "precision_reason", json_object_new_string(mi.precision_reason));
-        json_object_object_add(e, "isa", json_object_new_string(o->isa));
+        json_object_object_add(e, "isa", json_object_new_string(mi.isa));
         json_object_object_add(e, "kernels", json_object_new_string(mi.kernels));
         json_object_object_add(e, "weights", json_object_new_string(mi.weights));
         json_object_object_add(e, "algorithm",
@@ -239,7 +242,7 @@ int main(int argc, char **argv)
     lms_engine_options opt;
     lms_engine_options_default(&opt);
     opt.precision = o.precision;
-    opt.avx2_only = !strcmp(o.isa, "avx2");
+    opt.isa = o.isa;
     opt.prefix_cache_bytes = 0;
     lms_engine *engine = NULL;
     llama_peer *peer = NULL;

@@ -133,7 +133,7 @@ def speed(build, out, lib_dir, threads_list, isas):
                 features.add(res["llama"]["features"])
                 print("| %s | %d | %s | %s (%s%s) | %s | %s | **%.2f×** | %.2f / %.2f |"
                       % (cpu, threads, file_type, e["precision"],
-                         e["kernels"], ", `--isa avx2`" if isa == "avx2" else "", spread(ls),
+                         e["kernels"], "" if isa == "auto" else ", `--isa %s`" % isa, spread(ls),
                          spread(es), statistics.median(ls) / statistics.median(es),
                          statistics.mean(res["llama"]["cpu_share"]),
                          statistics.mean(e["cpu_share"])), flush=True)
