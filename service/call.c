@@ -17,6 +17,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "proto_wire.h"
+#include "request_context.h"
 
 typedef struct {
     cq_tag base;
@@ -28,7 +29,9 @@ struct call {
     const call_handler *h;
     char method[128];
     int metrics_method;
-    gpr_timespec deadline; /* GPR_CLOCK_MONOTONIC */
+    request_context context;
+    grpc_metadata request_id_metadata; /* the response's x-request-id */
+    gpr_timespec deadline;             /* GPR_CLOCK_MONOTONIC */
     gpr_timespec started;
     void *state;
     atomic_int refs;
@@ -167,14 +170,16 @@ void call_set_state(call *c, void *state)
     c->state = state;
 }
 
-const char *call_method(const call *c)
-{
-    return c->method;
-}
-
 int call_metrics_method(const call *c)
 {
     return c->metrics_method;
+}
+
+void call_log_begin(log_record *r, const call *c, int priority, const char *message)
+{
+    log_begin(r, priority, message);
+    log_str(r, "method", c->method);
+    request_context_log(r, &c->context);
 }
 
 void call_ref(call *c)
@@ -230,16 +235,15 @@ static void destroy(call *c)
     /* A call stopped by its client or deadline carries no reason of ours. */
     const char *reason = code == c->status.code ? c->status.reason : "";
     gpr_timespec took = gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), c->started);
-    metrics_call_finished(c->metrics_method, code, reason,
-                          (int64_t)took.tv_sec * 1000000000 + took.tv_nsec);
+    int64_t took_ns = (int64_t)took.tv_sec * 1000000000 + took.tv_nsec;
+    metrics_call_finished(c->metrics_method, code, reason, took_ns);
     leave_admitted_locked(c); /* no lock needed: the last reference is gone */
     live_remove(c);
 
     log_record r;
-    log_begin(&r, LOG_DEBUG, "call finished");
-    log_str(&r, "method", c->method);
+    call_log_begin(&r, c, LOG_DEBUG, "call finished");
     log_str(&r, "code", metrics_code_name(code));
-    log_fmt(&r, "ms", "%.3f", gpr_timespec_to_micros(took) / 1e3);
+    log_ms(&r, "ms", took_ns);
     if (code != GRPC_STATUS_OK && reason[0]) log_str(&r, "reason", reason);
     log_end(&r);
 
@@ -265,8 +269,7 @@ static bool start(call *c, const grpc_op *ops, size_t n, call_tag *tag)
     grpc_call_error e = grpc_call_start_batch(c->gc, ops, n, tag, NULL);
     if (e == GRPC_CALL_OK) return true;
     log_record r;
-    log_begin(&r, LOG_ERR, "grpc_call_start_batch refused a batch");
-    log_str(&r, "method", c->method);
+    call_log_begin(&r, c, LOG_ERR, "grpc_call_start_batch refused a batch");
     log_str(&r, "error", grpc_call_error_to_string(e));
     log_end(&r);
     atomic_fetch_sub(&c->refs, 1); /* the caller still holds one */
@@ -279,6 +282,8 @@ static size_t add_initial_metadata(call *c, grpc_op *ops, size_t n)
     c->initial_metadata_sent = true;
     memset(&ops[n], 0, sizeof ops[n]);
     ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[n].data.send_initial_metadata.count = 1;
+    ops[n].data.send_initial_metadata.metadata = &c->request_id_metadata;
     return n + 1;
 }
 
@@ -561,6 +566,29 @@ static void on_close_done(cq_tag *tag, bool ok)
     call_unref(c);
 }
 
+/* The request context from the request's first x-request-id and its
+ * traceparent; a repeated traceparent is ambiguous and counts as none. */
+static void read_request_context(call *c, const grpc_metadata_array *md)
+{
+    const grpc_slice *request_id = NULL, *traceparent = NULL;
+    int traceparents = 0;
+    for (size_t i = 0; md && i < md->count; i++) {
+        const grpc_metadata *m = &md->metadata[i];
+        if (!request_id && grpc_slice_str_cmp(m->key, REQUEST_ID_HEADER) == 0)
+            request_id = &m->value;
+        else if (grpc_slice_str_cmp(m->key, TRACEPARENT_HEADER) == 0 && traceparents++ == 0)
+            traceparent = &m->value;
+    }
+    if (traceparents > 1) traceparent = NULL;
+    request_context_init(&c->context,
+                         request_id ? (const char *)GRPC_SLICE_START_PTR(*request_id) : NULL,
+                         request_id ? GRPC_SLICE_LENGTH(*request_id) : 0,
+                         traceparent ? (const char *)GRPC_SLICE_START_PTR(*traceparent) : NULL,
+                         traceparent ? GRPC_SLICE_LENGTH(*traceparent) : 0);
+    c->request_id_metadata.key = grpc_slice_from_static_string(REQUEST_ID_HEADER);
+    c->request_id_metadata.value = grpc_slice_from_static_string(c->context.request_id);
+}
+
 static void init_tag(call_tag *t, call *c, void (*done)(cq_tag *, bool))
 {
     t->base.done = done;
@@ -568,7 +596,7 @@ static void init_tag(call_tag *t, call *c, void (*done)(cq_tag *, bool))
 }
 
 void call_accept(grpc_call *gc, const call_handler *h, const char *method, gpr_timespec deadline,
-                 const rpc_status *refused)
+                 const grpc_metadata_array *request_metadata, const rpc_status *refused)
 {
     call *c = calloc(1, sizeof *c);
     if (!c) {
@@ -583,6 +611,7 @@ void call_accept(grpc_call *gc, const call_handler *h, const char *method, gpr_t
     c->metrics_method = metrics_method_index(h ? h->path : NULL);
     c->deadline = gpr_convert_clock_type(deadline, GPR_CLOCK_MONOTONIC);
     c->started = gpr_now(GPR_CLOCK_MONOTONIC);
+    read_request_context(c, request_metadata);
     atomic_init(&c->refs, 1); /* this function's own, dropped at the end */
     atomic_init(&c->cancelled, false);
     atomic_init(&c->ended, false);

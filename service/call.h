@@ -18,6 +18,11 @@
  * sends with wait=false and gets CALL_BUSY instead. call_finish sends the
  * status after the message in flight, once.
  *
+ * Every call has a request context (request_context.h): the client's
+ * x-request-id or a made one, sent back in the response's initial
+ * metadata, and the trace id of its traceparent; call_log_begin puts both
+ * on each log line about the call.
+ *
  * Lifetime: a call is freed when its last reference goes — the layer holds
  * references for its outstanding batches; a handler or job that keeps the
  * call beyond a step takes its own with call_ref.
@@ -31,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "log.h"
 #include "status_details.h"
 
 /* Every completion-queue tag is one of these; the CQ loop calls done. */
@@ -73,16 +79,19 @@ size_t call_layer_wait_idle(int64_t timeout_ms);
 
 /* For the server: takes over gc (one reference) and starts the handler's
  * batches. A NULL handler answers UNIMPLEMENTED; a call refused (by the API
- * key check) ends at once with that status, its handler never called. */
+ * key check) ends at once with that status, its handler never called.
+ * request_metadata (the call's, read during this call only) gives the
+ * request context. */
 void call_accept(grpc_call *gc, const call_handler *h, const char *method, gpr_timespec deadline,
-                 const rpc_status *refused);
+                 const grpc_metadata_array *request_metadata, const rpc_status *refused);
 
 void *call_ctx(const call *c);
 void *call_state(const call *c);
 void call_set_state(call *c, void *state);
-const char *call_method(const call *c);
 /* The call's method as metrics_method_index numbers it. */
 int call_metrics_method(const call *c);
+/* log_begin for a line about c: the method, request id and trace id first. */
+void call_log_begin(log_record *r, const call *c, int priority, const char *message);
 void call_ref(call *c);
 void call_unref(call *c);
 

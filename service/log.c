@@ -77,35 +77,45 @@ void log_begin(log_record *r, int priority, const char *message)
     r->used = 0;
 }
 
-static void add_field(log_record *r, const char *key, const char *fmt, va_list ap)
+static void add_field(log_record *r, const char *key, bool is_number, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void add_field(log_record *r, const char *key, bool is_number, const char *fmt, ...)
 {
     if (!r->enabled || r->n_fields == LOG_MAX_FIELDS) return;
     size_t room = sizeof r->values - r->used;
     if (room < 2) return;
+    va_list ap;
+    va_start(ap, fmt);
     int n = vsnprintf(r->values + r->used, room, fmt, ap);
+    va_end(ap);
     if (n < 0) return;
+    /* a number cut short would no longer be the number: leave it out */
+    if (is_number && (size_t)n >= room) return;
     r->keys[r->n_fields] = key;
     r->value_at[r->n_fields] = r->used;
+    r->is_number[r->n_fields] = is_number;
     r->n_fields++;
     r->used += (size_t)n < room ? (size_t)n + 1 : room;
 }
 
-void log_fmt(log_record *r, const char *key, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    add_field(r, key, fmt, ap);
-    va_end(ap);
-}
-
 void log_str(log_record *r, const char *key, const char *value)
 {
-    log_fmt(r, key, "%s", value ? value : "");
+    add_field(r, key, false, "%s", value ? value : "");
 }
 
 void log_int(log_record *r, const char *key, int64_t value)
 {
-    log_fmt(r, key, "%lld", (long long)value);
+    add_field(r, key, true, "%lld", (long long)value);
+}
+
+void log_ms(log_record *r, const char *key, int64_t ns)
+{
+    /* integer arithmetic: exact, and never a NaN or an exponent in JSON */
+    const char *sign = ns < 0 ? "-" : "";
+    uint64_t us = (ns < 0 ? 0 - (uint64_t)ns : (uint64_t)ns) / 1000;
+    add_field(r, key, true, "%s%llu.%03llu", sign, (unsigned long long)(us / 1000),
+              (unsigned long long)(us % 1000));
 }
 
 /* A line under construction. Each record is written with one write(2): an
@@ -178,7 +188,7 @@ static void line_format(line_buf *l, const log_record *r)
     line_puts(l, "\"");
     for (int i = 0; i < r->n_fields; i++) {
         const char *v = r->values + r->value_at[i];
-        bool quote = json || needs_quotes(v);
+        bool quote = json ? !r->is_number[i] : needs_quotes(v);
         line_puts(l, json ? ",\"" : " ");
         line_puts(l, r->keys[i]);
         line_puts(l, json ? "\":" : "=");

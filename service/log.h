@@ -2,7 +2,8 @@
  * log.h — structured logs for the daemon: one record = a message plus
  * key/value fields. Records go to the systemd journal (as journal fields)
  * when stderr is the journal stream (JOURNAL_STREAM set by systemd), and to
- * stderr otherwise, as logfmt text or JSON lines (--log-format).
+ * stderr otherwise, as logfmt text or JSON lines (--log-format). A value
+ * keeps its type: numbers are JSON numbers, strings JSON strings.
  *
  *     log_record r;
  *     log_begin(&r, LOG_INFO, "listening");
@@ -31,6 +32,7 @@ typedef struct {
     int n_fields;
     const char *keys[LOG_MAX_FIELDS];
     size_t value_at[LOG_MAX_FIELDS]; /* offsets into values */
+    bool is_number[LOG_MAX_FIELDS];  /* written bare in JSON */
     size_t used;
     char values[1536];
 } log_record;
@@ -43,8 +45,8 @@ bool log_parse_level(const char *name, int *priority);
 void log_begin(log_record *r, int priority, const char *message);
 void log_str(log_record *r, const char *key, const char *value);
 void log_int(log_record *r, const char *key, int64_t value);
-void log_fmt(log_record *r, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* A duration of ns nanoseconds as milliseconds, to the microsecond. */
+void log_ms(log_record *r, const char *key, int64_t ns);
 void log_end(log_record *r);
 
 /* One-line shorthand for a record with no fields. */

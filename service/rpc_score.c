@@ -122,11 +122,10 @@ static bool run_engine(lms_engine *engine, lms_score_session *session, engine_ru
         metrics_scored(res);
         metrics_observe(call_metrics_method(run->c), METRICS_ENGINE_TIME, run->engine_ns);
         log_record r;
-        log_begin(&r, LOG_DEBUG, "scored");
-        log_str(&r, "method", call_method(run->c));
+        call_log_begin(&r, run->c, LOG_DEBUG, "scored");
         log_int(&r, "items", res->n_items);
         log_str(&r, "algorithm", lms_algorithm_name(res->algorithm));
-        log_fmt(&r, "engine_ms", "%.3f", (double)run->engine_ns / 1e6);
+        log_ms(&r, "engine_ms", run->engine_ns);
         log_int(&r, "cached_tokens", res->cached_tokens);
         log_end(&r);
         return true;

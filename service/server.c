@@ -109,7 +109,8 @@ static void on_accept(cq_tag *tag, bool ok)
         const call_handler *h = find_handler(s, slot->details.method);
         rpc_status refused;
         bool allowed = authorized(s, h, &slot->metadata, &refused);
-        call_accept(slot->call, h, method, slot->details.deadline, allowed ? NULL : &refused);
+        call_accept(slot->call, h, method, slot->details.deadline, &slot->metadata,
+                    allowed ? NULL : &refused);
     }
     grpc_call_details_destroy(&slot->details);
     grpc_metadata_array_destroy(&slot->metadata);

@@ -282,12 +282,17 @@ def test_logs_go_to_the_journal_under_systemd(tmp_path):
         journal.wait_for(START_TIMEOUT, MESSAGE="serving")
         with grpc.insecure_channel(f"127.0.0.1:{int(listening['PORT'])}") as ch:
             stub = score_pb2_grpc.ScoreServiceStub(ch)
-            assert stub.Score(request(2), timeout=120).items
+            trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+            assert stub.Score(request(2), timeout=120, metadata=[
+                ("x-request-id", "journal-1"),
+                ("traceparent", f"00-{trace_id}-00f067aa0ba902b7-01")]).items
         done = journal.wait_for(60, MESSAGE="call finished",
                                 METHOD="/lmscore.v1.ScoreService/Score")
         assert done["PRIORITY"] == "7" and done["CODE"] == "OK" and float(done["MS"]) > 0
         scored = journal.wait_for(60, MESSAGE="scored")
         assert scored["ITEMS"] == "2" and scored["ALGORITHM"] == "serial"
+        for record in (done, scored):
+            assert record["REQUEST_ID"] == "journal-1" and record["TRACE_ID"] == trace_id
         assert stop(proc) == 0
         journal.wait_for(10, MESSAGE="stopped")
         assert (tmp_path / "stderr").read_text() == ""  # nothing went to stderr

@@ -1,0 +1,180 @@
+"""What the daemon's log lines carry, read back by parsing them: JSON values
+keep their types (numbers are JSON numbers), and every line about a call
+names the call's request id (the client's x-request-id, or one the daemon
+made, returned in the response's x-request-id metadata either way) and the
+trace id of a valid W3C traceparent; a malformed traceparent is ignored,
+never an error.
+"""
+import json
+import re
+
+import grpc
+import pytest
+
+from harness import Daemon, tokens
+from lmscore.v1 import score_pb2
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+PARENT_ID = "00f067aa0ba902b7"
+MADE_ID = re.compile(r"[0-9a-f]{32}")
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    with Daemon("--log-format", "json", "--log-level", "debug") as d:
+        yield d
+
+
+@pytest.fixture(scope="module")
+def stub(daemon):
+    with daemon.channel() as ch:
+        yield daemon.stub(ch)
+
+
+def records(daemon):
+    return [json.loads(line) for line in daemon.log().splitlines()]
+
+
+def call_records(daemon, request_id):
+    return [r for r in records(daemon) if r.get("request_id") == request_id]
+
+
+def finished(daemon, request_id):
+    """The call's "call finished" record: logged once its last reference
+    goes, which may be just after the client has the answer."""
+    daemon.wait_for_log(r'"msg":"call finished".*"request_id":"%s"' % re.escape(request_id), 30)
+    (rec,) = [r for r in call_records(daemon, request_id) if r["msg"] == "call finished"]
+    return rec
+
+
+def score(stub, metadata=()):
+    request = score_pb2.ScoreRequest(query=tokens([1, 2, 3]), items=[tokens([4, 5])],
+                                     label_token_ids=[6])
+    _, call = stub.Score.with_call(request, metadata=list(metadata), timeout=120)
+    return call
+
+
+def response_request_id(call):
+    (value,) = [m.value for m in call.initial_metadata() if m.key == "x-request-id"]
+    return value
+
+
+def test_every_line_is_json_with_typed_values(daemon, stub):
+    score(stub, [("x-request-id", "typed-1")])
+    finished(daemon, "typed-1")
+    recs = records(daemon)
+    by_msg = {r["msg"]: r for r in recs}
+    listening = by_msg["listening"]
+    assert type(listening["port"]) is int and listening["port"] == daemon.port
+    assert type(listening["address"]) is str and listening["tls"] == "off"
+    loaded = by_msg["model loaded and warmed up"]
+    assert type(loaded["vocab"]) is int and type(loaded["weight_bytes"]) is int
+    assert type(loaded["ms"]) is int and type(loaded["model"]) is str
+    threads = by_msg["engine threads"]
+    assert all(type(threads[k]) is int for k in ("workers", "threads_per_worker", "budget"))
+    (scored,) = [r for r in call_records(daemon, "typed-1") if r["msg"] == "scored"]
+    assert type(scored["items"]) is int and scored["items"] == 1
+    assert type(scored["cached_tokens"]) is int
+    assert type(scored["engine_ms"]) is float and scored["engine_ms"] > 0
+    done = finished(daemon, "typed-1")
+    assert type(done["ms"]) is float and done["ms"] >= scored["engine_ms"]
+    assert done["code"] == "OK"
+
+
+def test_the_client_request_id_is_on_every_line_of_the_call_and_returned(daemon, stub):
+    call = score(stub, [("x-request-id", "client-id-42")])
+    assert response_request_id(call) == "client-id-42"
+    finished(daemon, "client-id-42")
+    msgs = sorted(r["msg"] for r in call_records(daemon, "client-id-42"))
+    assert msgs == ["call finished", "scored"]
+    for rec in call_records(daemon, "client-id-42"):
+        assert rec["method"] == "/lmscore.v1.ScoreService/Score"
+
+
+def test_a_failed_call_returns_its_request_id_too(daemon, stub):
+    with pytest.raises(grpc.RpcError) as e:
+        stub.Score(score_pb2.ScoreRequest(), metadata=[("x-request-id", "failing-1")],
+                   timeout=60)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert ("x-request-id", "failing-1") in [(m.key, m.value) for m in e.value.initial_metadata()]
+    done = finished(daemon, "failing-1")
+    assert done["code"] == "INVALID_ARGUMENT" and done["reason"] == "missing_input"
+
+
+def test_without_a_client_id_one_is_made_per_call(daemon, stub):
+    made = [response_request_id(score(stub)) for _ in range(3)]
+    assert all(MADE_ID.fullmatch(m) for m in made), made
+    assert len(set(made)) == 3
+    for request_id in made:
+        assert finished(daemon, request_id)["code"] == "OK"
+
+
+@pytest.mark.parametrize("client_id", ["x" * 129, "has space", ""])
+def test_an_unusable_client_id_is_replaced(daemon, stub, client_id):
+    request_id = response_request_id(score(stub, [("x-request-id", client_id)]))
+    assert MADE_ID.fullmatch(request_id), request_id
+    finished(daemon, request_id)
+
+
+def test_the_longest_client_id_is_kept(daemon, stub):
+    client_id = "A-z_0.9:~" * 14 + "12"
+    assert len(client_id) == 128
+    assert response_request_id(score(stub, [("x-request-id", client_id)])) == client_id
+    finished(daemon, client_id)
+
+
+VALID_TRACEPARENTS = {
+    "version 00": f"00-{TRACE_ID}-{PARENT_ID}-01",
+    "not sampled": f"00-{TRACE_ID}-{PARENT_ID}-00",
+    "a later version": f"01-{TRACE_ID}-{PARENT_ID}-01",
+    "a later version with more fields": f"cc-{TRACE_ID}-{PARENT_ID}-01-what-comes-next",
+}
+
+INVALID_TRACEPARENTS = {
+    "upper-case hex": f"00-{TRACE_ID.upper()}-{PARENT_ID}-01",
+    "version ff": f"ff-{TRACE_ID}-{PARENT_ID}-01",
+    "all-zero trace id": f"00-{'0' * 32}-{PARENT_ID}-01",
+    "all-zero parent id": f"00-{TRACE_ID}-{'0' * 16}-01",
+    "version 00 with more fields": f"00-{TRACE_ID}-{PARENT_ID}-01-extra",
+    "a later version going on without a dash": f"01-{TRACE_ID}-{PARENT_ID}-01x",
+    "trace id one digit short": f"00-{TRACE_ID[:-1]}-{PARENT_ID}-01",
+    "underscores for dashes": f"00_{TRACE_ID}_{PARENT_ID}_01",
+    "flags not hex": f"00-{TRACE_ID}-{PARENT_ID}-0g",
+    "version not hex": f"0x-{TRACE_ID}-{PARENT_ID}-01",
+    "empty": "",
+}
+
+
+@pytest.mark.parametrize("name", VALID_TRACEPARENTS)
+def test_a_valid_traceparent_puts_its_trace_id_on_the_lines(daemon, stub, name):
+    request_id = f"trace-valid-{name.replace(' ', '-')}"
+    score(stub, [("x-request-id", request_id), ("traceparent", VALID_TRACEPARENTS[name])])
+    finished(daemon, request_id)
+    recs = call_records(daemon, request_id)
+    assert len(recs) == 2 and all(r["trace_id"] == TRACE_ID for r in recs), recs
+
+
+@pytest.mark.parametrize("name", INVALID_TRACEPARENTS)
+def test_a_malformed_traceparent_is_ignored(daemon, stub, name):
+    request_id = f"trace-invalid-{name.replace(' ', '-')}"
+    call = score(stub, [("x-request-id", request_id), ("traceparent", INVALID_TRACEPARENTS[name])])
+    assert call.code() == grpc.StatusCode.OK
+    done = finished(daemon, request_id)
+    assert done["code"] == "OK" and "trace_id" not in done
+
+
+def test_a_repeated_traceparent_is_ignored(daemon, stub):
+    call = score(stub, [("x-request-id", "trace-twice"),
+                        ("traceparent", VALID_TRACEPARENTS["version 00"]),
+                        ("traceparent", f"00-{'1' * 32}-{PARENT_ID}-01")])
+    assert call.code() == grpc.StatusCode.OK
+    assert "trace_id" not in finished(daemon, "trace-twice")
+
+
+def test_text_logs_carry_the_same_fields():
+    with Daemon("--log-level", "debug") as d:
+        with d.channel() as ch:
+            score(d.stub(ch), [("x-request-id", "text-1"),
+                               ("traceparent", VALID_TRACEPARENTS["version 00"])])
+        line = d.wait_for_log(r'msg="call finished".*request_id=text-1', 60)
+        assert f"trace_id={TRACE_ID}" in line and re.search(r" ms=\d+\.\d{3}\b", line), line
