@@ -2,9 +2,11 @@
  * exposition.c — the daemon's metrics as a Prometheus text exposition
  * (format 0.0.4) or OpenMetrics 1.0 text: the counters of metrics.c plus
  * what is read at scrape time (queue depth, prefix cache, engine memory,
- * build and model information). Names follow the Prometheus conventions:
- * lmscore_ prefix, counters end in _total, times in _seconds, sizes in
- * _bytes. docs/operations.md lists every family.
+ * build and model information) and the standard process_ families.
+ * Names follow the Prometheus conventions: lmscore_ prefix (process_ for
+ * the families every client library exports), counters end in _total,
+ * times in _seconds, sizes in _bytes. docs/operations.md lists every
+ * family.
  */
 #include "exposition.h"
 
@@ -12,9 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "metrics.h"
+#include "process_stats.h"
 
 typedef struct {
     char *data;
@@ -85,10 +87,11 @@ static void scalar_i(text *t, const char *name, const char *type, const char *he
     put(t, "%s %lld\n", name, v);
 }
 
+/* 15 significant digits: a start time since the epoch keeps its 10 ms. */
 static void scalar_f(text *t, const char *name, const char *type, const char *help, double v)
 {
     family(t, name, type, help);
-    put(t, "%s %.9g\n", name, v);
+    put(t, "%s %.15g\n", name, v);
 }
 
 /* "/pkg.Service/Method" -> service="pkg.Service",method="Method"; an
@@ -214,6 +217,10 @@ static void work(text *t, const metrics_detail *d, const metrics_snapshot *s)
 
 static void server_state(text *t, service *svc, const metrics_detail *d, const metrics_snapshot *s)
 {
+    scalar_i(t, "lmscore_serving", "gauge",
+             "1 while the daemon takes calls (health SERVING); 0 while it loads the model and "
+             "once it drains",
+             (service_phase)atomic_load(&svc->phase) == PHASE_SERVING);
     scalar_i(t, "lmscore_queue_depth", "gauge", "Jobs waiting for a worker",
              svc->workers ? worker_pool_queued(svc->workers) : 0);
     scalar_i(t, "lmscore_queue_capacity", "gauge",
@@ -243,15 +250,6 @@ static void server_state(text *t, service *svc, const metrics_detail *d, const m
              "(GetModelInfo's stats.engine_bytes)",
              (long long)lms_alloc_current_bytes());
 
-    long pages = 0;
-    FILE *statm = fopen("/proc/self/statm", "r");
-    if (statm) {
-        long size;
-        if (fscanf(statm, "%ld %ld", &size, &pages) != 2) pages = 0;
-        fclose(statm);
-    }
-    scalar_i(t, "process_resident_memory_bytes", "gauge", "Resident memory of the process",
-             (long long)pages * sysconf(_SC_PAGESIZE));
     scalar_f(t, "lmscore_model_load_seconds", "gauge",
              "How long loading and warming up the model took (0 while it loads)",
              d->model_load_seconds);
@@ -279,6 +277,33 @@ static void server_state(text *t, service *svc, const metrics_detail *d, const m
     put(t, "\"} 1\n");
 }
 
+/* The process_ families as the Prometheus client libraries name and type
+ * them, and the cgroup memory limit the resident size runs into. A figure
+ * the kernel does not give is left out rather than exported wrong. */
+static void process(text *t)
+{
+    process_stats p;
+    if (!process_stats_read(&p)) return;
+    scalar_f(t, "process_cpu_seconds_total", "counter",
+             "Total user and system CPU time spent in seconds.", p.cpu_seconds);
+    scalar_f(t, "process_start_time_seconds", "gauge",
+             "Start time of the process since unix epoch in seconds.", p.start_time_seconds);
+    if (p.open_fds >= 0)
+        scalar_i(t, "process_open_fds", "gauge", "Number of open file descriptors.", p.open_fds);
+    if (p.max_fds >= 0)
+        scalar_i(t, "process_max_fds", "gauge", "Maximum number of open file descriptors.",
+                 p.max_fds);
+    scalar_i(t, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.",
+             p.virtual_memory_bytes);
+    scalar_i(t, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
+             p.resident_memory_bytes);
+    family(t, "lmscore_memory_limit_bytes", "gauge",
+           "The memory limit of the daemon's cgroups, the tightest of its own and its "
+           "ancestors' (a container's memory limit, a unit's MemoryMax=); no sample without one");
+    if (p.memory_limit_bytes >= 0)
+        put(t, "lmscore_memory_limit_bytes %lld\n", (long long)p.memory_limit_bytes);
+}
+
 char *exposition_render(service *svc, bool openmetrics, size_t *len)
 {
     metrics_detail *d = malloc(sizeof *d);
@@ -297,6 +322,7 @@ char *exposition_render(service *svc, bool openmetrics, size_t *len)
     work(&t, d, &s);
     histograms(&t, d);
     server_state(&t, svc, d, &s);
+    process(&t);
     if (openmetrics) put(&t, "# EOF\n");
     free(d);
     if (t.failed) {

@@ -22,6 +22,7 @@ import time
 import urllib.request
 
 import grpc
+import pytest
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from lmscore._pb import error_details_pb2, health_pb2, health_pb2_grpc, status_pb2
@@ -231,6 +232,51 @@ class RssSampler:
 
     def max_kb(self, since=0.0):
         return max(kb for t, kb in self.samples if t >= since)
+
+
+class Cgroup:
+    """A fresh cgroup with limits, for a daemon started in it (wrapper());
+    the test is skipped where this machine will not let it make one (not
+    root, no such controller). v1_files go to the v1 hierarchy of
+    controller, v2_files to the unified one: {file name: value}."""
+
+    def __init__(self, controller, v1_files, v2_files):
+        self.path = None
+        name = f"lmscore-test-{os.getpid()}-{controller}"
+        for parent, files, v2 in ((f"/sys/fs/cgroup/{controller}", v1_files, False),
+                                  ("/sys/fs/cgroup", v2_files, True)):
+            if v2 and not os.path.exists(os.path.join(parent, "cgroup.controllers")):
+                continue
+            path = os.path.join(parent, name)
+            try:
+                os.mkdir(path)
+            except OSError:
+                continue
+            try:
+                for file, content in files.items():
+                    with open(os.path.join(path, file), "w") as f:
+                        f.write(content)
+                self.path = path
+                return
+            except OSError:
+                os.rmdir(path)
+        pytest.skip(f"cannot make a cgroup with {controller} limits here "
+                    "(not root, or no such controller)")
+
+    def wrapper(self):
+        """A Daemon wrapper that starts the daemon in this cgroup."""
+        return ["sh", "-c", f'echo $$ > {self.path}/cgroup.procs && exec "$@"', "sh"]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for _ in range(50):  # the daemon's exit leaves the cgroup empty shortly after
+            try:
+                os.rmdir(self.path)
+                break
+            except OSError:
+                time.sleep(0.1)
 
 
 def error_info(err):

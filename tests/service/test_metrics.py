@@ -18,7 +18,7 @@ import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
-from harness import BUILD, Daemon, LMSCORED_TEST_HOOKS, Metrics, error_info, tokens, value
+from harness import BUILD, Cgroup, Daemon, LMSCORED_TEST_HOOKS, Metrics, error_info, tokens, value
 from lmscore.v1 import score_pb2, score_pb2_grpc
 
 SCORE = "Score"
@@ -53,11 +53,21 @@ FAMILIES = {
     "lmscore_prefix_cache_bytes": "gauge",
     "lmscore_prefix_cache_capacity_bytes": "gauge",
     "lmscore_engine_memory_bytes": "gauge",
+    "lmscore_serving": "gauge",
+    "lmscore_memory_limit_bytes": "gauge",
+    "process_cpu_seconds_total": "counter",
+    "process_start_time_seconds": "gauge",
+    "process_open_fds": "gauge",
+    "process_max_fds": "gauge",
+    "process_virtual_memory_bytes": "gauge",
     "process_resident_memory_bytes": "gauge",
     "lmscore_model_load_seconds": "gauge",
     "lmscore_uptime_seconds": "gauge",
     "lmscore_build_info": "gauge",
 }
+
+# families whose one sample is there only on some machines
+OPTIONAL_SAMPLES = {"lmscore_memory_limit_bytes"}
 
 
 def delta(before, after, name, **labels):
@@ -224,6 +234,8 @@ def test_scrapes_under_bench_load_stay_consistent(daemon, stub, metrics):
     assert len(during) >= 5
     assert any(value(s, "lmscore_in_flight_calls") > 0 for s in during)
     for name in FAMILIES:
+        if name in OPTIONAL_SAMPLES:
+            continue
         if name.endswith("_seconds") and FAMILIES[name] == "histogram":
             name += "_count"
         assert any(k[0] == name for k in during[-1]), f"{name} missing under load"
@@ -279,7 +291,119 @@ def test_rejections_queue_full_and_draining():
             assert error_info(e.value).reason == "draining"
             s = m.scrape()
             assert value(s, "lmscore_rejections_total", reason="draining") == 1
+            assert value(s, "lmscore_serving") == 0
             assert value(s, "lmscore_in_flight_calls") == 1
             assert in_flight.result().items
+    finally:
+        d.stop_clean()
+
+
+# --- the standard process metrics --------------------------------------------
+
+def proc_stat(pid):
+    """/proc/PID/stat's fields, numbered as proc(5) numbers them (1-based)."""
+    with open(f"/proc/{pid}/stat") as f:
+        text = f.read()
+    return [None, None, None] + text[text.rindex(")") + 2:].split()
+
+
+def boot_time():
+    with open("/proc/stat") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("btime "))
+
+
+def test_process_metrics_are_the_kernels_figures():
+    # a soft descriptor limit of our own, so that process_max_fds is known
+    limit = "sh", "-c", 'ulimit -Sn 1234 && exec "$@"', "sh"
+    with Daemon("--metrics-listen", "127.0.0.1:0", wrapper=limit) as d:
+        m = Metrics(d)
+        ticks = os.sysconf("SC_CLK_TCK")
+        page = os.sysconf("SC_PAGE_SIZE")
+        s = m.scrape()
+        stat = proc_stat(d.proc.pid)
+        assert value(s, "process_start_time_seconds") == pytest.approx(
+            boot_time() + int(stat[22]) / ticks, abs=0.006)
+        assert value(s, "process_max_fds") == 1234
+        assert value(s, "process_virtual_memory_bytes") == pytest.approx(int(stat[23]), rel=0.1)
+        assert value(s, "process_resident_memory_bytes") == pytest.approx(int(stat[24]) * page,
+                                                                          rel=0.1)
+        cpu = (int(stat[14]) + int(stat[15])) / ticks
+        assert value(s, "process_cpu_seconds_total") == pytest.approx(cpu, abs=0.05 + 0.02 * cpu)
+        assert value(s, "lmscore_serving") == 1
+
+        # descriptors: the scrape's own connection is open while it is counted
+        fds = len(os.listdir(f"/proc/{d.proc.pid}/fd"))
+        assert fds <= value(s, "process_open_fds") <= fds + 2
+        # a connection each (channels to one target otherwise share one)
+        channels = [d.channel(**{"grpc.use_local_subchannel_pool": 1}) for _ in range(5)]
+        try:
+            for ch in channels:
+                score_pb2_grpc.ScoreServiceStub(ch).GetModelInfo(
+                    score_pb2.GetModelInfoRequest(), timeout=60)
+            assert value(m.scrape(), "process_open_fds") >= value(s, "process_open_fds") + 5
+        finally:
+            for ch in channels:
+                ch.close()
+
+        # CPU time counts the work: scoring spends some
+        with d.channel() as ch:
+            stub = score_pb2_grpc.ScoreServiceStub(ch)
+            for _ in range(5):
+                stub.Score(score_pb2.ScoreRequest(query=tokens(list(range(1, 200))),
+                                                  items=items(16), label_token_ids=[5]),
+                           timeout=120)
+        assert value(m.scrape(), "process_cpu_seconds_total") > value(s, "process_cpu_seconds_total")
+
+
+def own_memory_limit():
+    """The memory limit the daemon's cgroups put on it, as cgroup.c finds it,
+    read here independently; None without one."""
+    limits = []
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            hierarchy, controllers, path = line.rstrip("\n").split(":", 2)
+            if hierarchy == "0" and not controllers:
+                root, file = "/sys/fs/cgroup", "memory.max"
+            elif "memory" in controllers.split(","):
+                root, file = "/sys/fs/cgroup/memory", "memory.limit_in_bytes"
+            else:
+                continue
+            parts = path.strip("/").split("/") if path.strip("/") else []
+            for n in range(len(parts), -1, -1):
+                try:
+                    with open(os.path.join(root, *parts[:n], file)) as lf:
+                        word = lf.read().strip()
+                except OSError:
+                    continue
+                if word != "max" and int(word) < 1 << 62:
+                    limits.append(int(word))
+    return min(limits) if limits else None
+
+
+def test_the_memory_limit_is_the_cgroups():
+    # the daemon inherits this process's cgroups: the same limit, or none
+    with Daemon("--metrics-listen", "127.0.0.1:0") as d:
+        s = Metrics(d).scrape()
+        want = own_memory_limit()
+        if want is None:
+            assert ("lmscore_memory_limit_bytes", frozenset()) not in s
+        else:
+            assert value(s, "lmscore_memory_limit_bytes") == want
+    # and in a cgroup of its own with a limit
+    limit = str(3 << 30)
+    with Cgroup("memory", {"memory.limit_in_bytes": limit}, {"memory.max": limit}) as cgroup:
+        with Daemon("--metrics-listen", "127.0.0.1:0", wrapper=cgroup.wrapper()) as d:
+            s = Metrics(d).scrape()
+            assert value(s, "lmscore_memory_limit_bytes") == min(3 << 30, own_memory_limit() or 1 << 62)
+
+
+def test_not_serving_while_the_model_loads():
+    d = Daemon("--metrics-listen", "127.0.0.1:0", binary=LMSCORED_TEST_HOOKS,
+               env={"LMSCORE_TEST_LOAD_DELAY_MS": "3000"}, wait_serving=False)
+    try:
+        m = Metrics(d)
+        assert value(m.scrape(), "lmscore_serving") == 0
+        d.wait_serving()
+        assert value(m.scrape(), "lmscore_serving") == 1
     finally:
         d.stop_clean()

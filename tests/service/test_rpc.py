@@ -10,7 +10,7 @@ import time
 import grpc
 import pytest
 
-from harness import Daemon, MODEL, local_score, text, tokens
+from harness import Cgroup, Daemon, MODEL, local_score, text, tokens
 from lmscore.v1 import score_pb2, score_pb2_grpc
 
 ALGORITHMS = {
@@ -383,50 +383,12 @@ def test_threads_come_from_the_cpus_the_daemon_may_use():
         assert "more workers than threads" in d.log()
 
 
-def cpu_cgroup_with_quota(cpus):
-    """A fresh cgroup limited to `cpus` CPUs (v1 cpu controller or v2
-    cpu.max) and the file a process joins it by, or None where this machine
-    will not let the test make one."""
-    name = f"lmscore-test-{os.getpid()}"
-    for parent, v2 in (("/sys/fs/cgroup/cpu", False), ("/sys/fs/cgroup", True)):
-        path = os.path.join(parent, name)
-        try:
-            if v2 and not os.path.exists(os.path.join(parent, "cgroup.controllers")):
-                continue
-            os.mkdir(path)
-        except OSError:
-            continue
-        try:
-            if v2:
-                with open(os.path.join(path, "cpu.max"), "w") as f:
-                    f.write(f"{cpus * 100000} 100000")
-            else:
-                with open(os.path.join(path, "cpu.cfs_period_us"), "w") as f:
-                    f.write("100000")
-                with open(os.path.join(path, "cpu.cfs_quota_us"), "w") as f:
-                    f.write(str(cpus * 100000))
-            return path
-        except OSError:
-            os.rmdir(path)
-    return None
-
-
 def test_threads_follow_the_cgroup_cpu_quota():
     # A container's CPU limit is a cgroup quota: a 1-CPU limit means one
     # thread, whatever the host has.
     if (os.cpu_count() or 1) < 2:
         pytest.skip("one CPU: a 1-CPU quota would not show")
-    cgroup = cpu_cgroup_with_quota(1)
-    if cgroup is None:
-        pytest.skip("cannot make a cgroup with a CPU quota here (not root, or no cpu controller)")
-    try:
-        join = f'echo $$ > {cgroup}/cgroup.procs && exec "$@"'
-        with Daemon(env={"OMP_NUM_THREADS": ""}, wrapper=["sh", "-c", join, "sh"]) as d:
+    with Cgroup("cpu", {"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "100000"},
+                {"cpu.max": "100000 100000"}) as cgroup:
+        with Daemon(env={"OMP_NUM_THREADS": ""}, wrapper=cgroup.wrapper()) as d:
             assert limits_of(d).worker_threads == 1
-    finally:
-        for _ in range(50):  # the daemon's exit leaves the cgroup empty shortly after
-            try:
-                os.rmdir(cgroup)
-                break
-            except OSError:
-                time.sleep(0.1)
