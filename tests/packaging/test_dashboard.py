@@ -5,15 +5,10 @@ use, and the panels the operations docs promise are there."""
 
 import json
 import os
-import re
 
 import pytest
 
-from conftest import read
-
-HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
-METRIC = re.compile(r"\b((?:lmscore|process)_[a-z0-9_]+)\b(\{[^}]*\})?")
-LABEL = re.compile(r"([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)")
+from conftest import read, unexported_names
 
 
 @pytest.fixture(scope="module")
@@ -46,17 +41,8 @@ def test_every_panel_queries_prometheus(dashboard):
 def test_every_query_names_exported_metrics(dashboard, exported_metrics):
     for panel in panels(dashboard):
         for target in panel.get("targets", []):
-            found = METRIC.findall(target["expr"])
-            assert found, f"{panel['title']}: {target['expr']} names no lmscored metric"
-            for name, selector in found:
-                family = name
-                for suffix in HISTOGRAM_SUFFIXES:
-                    if name.endswith(suffix) and name[:-len(suffix)] in exported_metrics.families:
-                        family = name[:-len(suffix)]
-                assert family in exported_metrics.families, f"{panel['title']}: {name}"
-                labels = exported_metrics.labels.get(name, set())
-                for label in LABEL.findall(selector):
-                    assert label in labels, f"{panel['title']}: {name} has no label {label}"
+            missing = unexported_names(target["expr"], exported_metrics)
+            assert not missing, f"{panel['title']}: {missing}"
 
 
 def test_the_promised_panels_are_there(dashboard):

@@ -4,9 +4,12 @@ installed), validated against the Kubernetes API schemas (npm
 kubernetes-models), and held to the deployment's policies: gRPC probes on the
 served port, non-root read-only pods without capabilities, resources set,
 selectors that match, an HPA (on an exported metric, with CPU as fallback)
-and PDB on the Deployment, a PodMonitor on the metrics port, flags from the
-ConfigMap."""
+that alone sets the replica count, pods spread over nodes, a PDB, a
+NetworkPolicy admitting only gRPC from the namespace and metrics from the
+monitoring namespace, a PodMonitor on the metrics port and a PrometheusRule,
+both carrying labels set in their kustomization, flags from the ConfigMap."""
 
+import copy
 import glob
 import os
 import re
@@ -55,15 +58,30 @@ def generate_config_map(k8s_dir, generator):
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
 
 
+def apply_labels(doc, labels):
+    """kustomize's labels transformer, for entries that touch only
+    metadata.labels (includeSelectors and includeTemplates false)."""
+    for entry in labels:
+        unsupported = {k for k, v in entry.items() if k != "pairs" and v}
+        assert not unsupported, f"apply_labels() knows no {unsupported}"
+        doc.setdefault("metadata", {}).setdefault("labels", {}).update(entry["pairs"])
+    return doc
+
+
 def render(k8s_dir):
+    """The objects `kubectl kustomize k8s_dir` makes: its resources (files,
+    and directories with a kustomization of their own), generated
+    ConfigMaps, images and labels."""
     kustomization = load_docs(os.path.join(k8s_dir, "kustomization.yaml"))[0]
     unsupported = set(kustomization) - {"apiVersion", "kind", "resources", "images",
-                                        "configMapGenerator"}
+                                        "configMapGenerator", "labels"}
     assert not unsupported, f"render() knows no {unsupported}: extend it or compare with kubectl"
     docs = []
     for resource in kustomization["resources"]:
-        docs += load_docs(os.path.join(k8s_dir, resource))
+        path = os.path.join(k8s_dir, resource)
+        docs += render(path) if os.path.isdir(path) else load_docs(path)
     docs += [generate_config_map(k8s_dir, g) for g in kustomization.get("configMapGenerator", [])]
+    docs = [apply_labels(d, kustomization.get("labels", [])) for d in docs]
     return [apply_images(d, kustomization.get("images", [])) for d in docs]
 
 
@@ -95,9 +113,14 @@ def container(deployment):
 
 
 def test_kustomization_lists_every_manifest(k8s_dir):
-    kustomization = load_docs(os.path.join(k8s_dir, "kustomization.yaml"))[0]
-    files = {os.path.basename(p) for p in glob.glob(os.path.join(k8s_dir, "*.yaml"))}
-    assert set(kustomization["resources"]) == files - {"kustomization.yaml"}
+    for kustomization_file in glob.glob(os.path.join(k8s_dir, "**", "kustomization.yaml"),
+                                        recursive=True):
+        here = os.path.dirname(kustomization_file)
+        kustomization = load_docs(kustomization_file)[0]
+        entries = {os.path.basename(p) for p in glob.glob(os.path.join(here, "*.yaml"))}
+        entries |= {os.path.basename(os.path.dirname(p))
+                    for p in glob.glob(os.path.join(here, "*", "kustomization.yaml"))}
+        assert set(kustomization["resources"]) == entries - {"kustomization.yaml"}, here
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
@@ -263,3 +286,66 @@ def test_grace_period_covers_the_pause_and_the_drain(docs, deployment, container
     pause = int(container["lifecycle"]["preStop"]["exec"]["command"][-1])
     grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
     assert grace > pause + drain
+
+
+def test_the_hpa_alone_sets_the_replica_count(docs, deployment):
+    # a count in the Deployment would reset the HPA's on every `kubectl apply`
+    hpa = one(docs, "HorizontalPodAutoscaler")["spec"]
+    assert hpa["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
+    assert "replicas" not in deployment["spec"]
+
+
+def test_pods_spread_over_nodes(deployment):
+    pod = deployment["spec"]["template"]
+    constraints = {c["topologyKey"]: c for c in pod["spec"]["topologySpreadConstraints"]}
+    by_node = constraints["kubernetes.io/hostname"]
+    assert by_node["whenUnsatisfiable"] == "DoNotSchedule" and by_node["maxSkew"] == 1
+    for c in constraints.values():
+        assert c["labelSelector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+        assert c["matchLabelKeys"] == ["pod-template-hash"]
+
+
+def test_network_policy_admits_grpc_from_the_namespace_and_metrics_from_monitoring(
+        docs, deployment, container):
+    policy = one(docs, "NetworkPolicy")["spec"]
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert policy["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert set(policy["policyTypes"]) == {"Ingress", "Egress"}
+    assert policy["egress"] == [], "lmscored connects nowhere: no egress"
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    admitted = {}
+    for rule in policy["ingress"]:
+        (peer,) = rule["from"]
+        for port in rule["ports"]:
+            assert port["protocol"] == "TCP" and port["port"] in ports, port
+            admitted[ports[port["port"]]] = peer
+    assert admitted == {
+        GRPC_PORT: {"podSelector": {}},
+        METRICS_PORT: {"namespaceSelector": {"matchLabels": {
+            "kubernetes.io/metadata.name": "monitoring"}}}}
+
+
+def test_the_podmonitor_names_the_job_the_alerts_select(docs, deployment):
+    spec = one(docs, "PodMonitor")["spec"]
+    job = deployment["spec"]["template"]["metadata"]["labels"][spec["jobLabel"]]
+    rules = yaml.safe_dump(one(docs, "PrometheusRule")["spec"])
+    assert job == "lmscored" and f'job="{job}"' in rules
+
+
+def test_the_operator_objects_carry_the_kustomization_labels(k8s_dir, docs, tmp_path):
+    monitoring = load_docs(os.path.join(k8s_dir, "monitoring", "kustomization.yaml"))[0]
+    (entry,) = monitoring["labels"]
+    assert "release" in entry["pairs"] and not entry.get("includeSelectors")
+    for kind in ("PodMonitor", "PrometheusRule"):
+        assert one(docs, kind)["metadata"]["labels"].items() >= entry["pairs"].items(), kind
+    assert "release" not in one(docs, "Deployment")["metadata"]["labels"]
+
+    # set to another release, in a copy of the tree
+    tree = tmp_path / "k8s"
+    shutil.copytree(k8s_dir, tree)
+    edited = copy.deepcopy(monitoring)
+    edited["labels"][0]["pairs"]["release"] = "prom"
+    (tree / "monitoring" / "kustomization.yaml").write_text(yaml.safe_dump(edited))
+    rendered = render(str(tree))
+    for kind in ("PodMonitor", "PrometheusRule"):
+        assert one(rendered, kind)["metadata"]["labels"]["release"] == "prom"
