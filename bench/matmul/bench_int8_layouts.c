@@ -95,7 +95,7 @@ int main(int argc, char **argv)
     printf("| --- | --- | --- | --- | --- | --- |\n");
     for (const compute_tier *const *tier = compute_tiers; *tier; tier++) {
         if (!(*tier)->runs_on(&cpu) || !(*tier)->q8) continue;
-        const matmul_config cfg = {*tier, 8};
+        const matmul_config cfg = {*tier};
         double best[N_TYPES];
         for (size_t t = 0; t < N_TYPES; t++)
             best[t] = INFINITY;

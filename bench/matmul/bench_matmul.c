@@ -3,18 +3,15 @@
  * the libraries that could replace them, at a model's projection shapes, in
  * one run.
  *
- *   bench_matmul [--reps N] [--smoke]
+ *   bench_matmul [--reps N] [--isa TIER] [--smoke]
  *
  * For y[M×N] = x[M×K]·Wᵀ at the Qwen3-0.6B shapes (N×K = 2048×1024 for q,
  * 3072×1024 for gate/up, 1024×3072 for down) and M = 32, 128, 512, 2000, it
  * times on all OpenMP threads:
  *
- *   sgemm        one threaded OpenBLAS call (what an f32 projection was)
- *   f32 tiles    lmscore's f32 path: single-threaded sgemm tiles
- *   f32 kernel   the same tiles on lmscore's f32 micro-kernel (the one
- *                attention runs) over W packed in f32 panels: what an f32
- *                projection would cost without OpenBLAS
- *   bf16, int8   lmscore's kernels, x quantised per call for int8
+ *   sgemm        one threaded OpenBLAS call
+ *   f32, bf16, int8   lmscore's projections (matmul) on the tier's kernels,
+ *                W packed in that format, x quantised per call for int8
  *   dnnl f32/bf16/int8   oneDNN's matmul primitive (when built with
  *                oneDNN), weights reordered once into the format it asks
  *                for; bf16 is given x already in bf16, int8 x already in
@@ -54,9 +51,9 @@ static const shape SHAPES[] = {{"q", 2048, 1024}, {"gate/up", 3072, 1024}, {"dow
 static const int32_t ROWS[] = {32, 128, 512, 2000};
 #define N_ROWS (int)(sizeof ROWS / sizeof ROWS[0])
 
-enum { SGEMM, TILES, F32_KERNEL, BF16, INT8, DNNL_F32, DNNL_BF16, DNNL_INT8, N_METHODS };
-static const char *METHOD_NAMES[N_METHODS] = {"sgemm", "f32 tiles", "f32 kernel", "bf16",
-                                              "int8",  "dnnl f32",  "dnnl bf16",  "dnnl int8"};
+enum { SGEMM, F32, BF16, INT8, DNNL_F32, DNNL_BF16, DNNL_INT8, N_METHODS };
+static const char *METHOD_NAMES[N_METHODS] = {"sgemm",    "f32",       "bf16",     "int8",
+                                              "dnnl f32", "dnnl bf16", "dnnl int8"};
 
 typedef struct {
     const shape *s;
@@ -98,53 +95,6 @@ static void run_lmscore(const problem *p, void *ctx)
 {
     const lms_ctx *c = ctx;
     matmul(c->cfg, c->w, p->x, p->m, KERNEL_STORE, p->y, c->scratch);
-}
-
-/* W as f32 panels of LMS_PANEL columns, k-major (the 16-bit layout with f32
- * values), for the f32 micro-kernel attention uses: what an f32 projection
- * on lmscore's own kernel would run. */
-typedef struct {
-    const matmul_config *cfg;
-    float *panels; /* [n / LMS_PANEL][k][LMS_PANEL] */
-} f32_kernel_ctx;
-
-static float *pack_f32_panels(const float *w, int32_t n, int32_t k)
-{
-    const int32_t n_panels = (n + LMS_PANEL - 1) / LMS_PANEL;
-    float *panels = calloc((size_t)n_panels * k * LMS_PANEL, sizeof *panels);
-    if (!panels) return NULL;
-    for (int32_t c = 0; c < n; c++)
-        for (int32_t kk = 0; kk < k; kk++)
-            panels[((size_t)(c / LMS_PANEL) * k + kk) * LMS_PANEL + c % LMS_PANEL] =
-                w[(size_t)c * k + kk];
-    return panels;
-}
-
-/* The tiles of matmul.c (row_tile × MATMUL_COL_TILE, in parallel), each
- * the f32 kernel over its panels and groups of rows. */
-static void run_f32_kernel(const problem *p, void *ctx)
-{
-    const f32_kernel_ctx *c = ctx;
-    const int32_t m = p->m, n = p->s->n, k = p->s->k, rt = c->cfg->row_tile;
-    const int32_t per_call = c->cfg->tier->f32->rows, col_tiles = n / MATMUL_COL_TILE;
-    const int64_t tiles = (int64_t)((m + rt - 1) / rt) * col_tiles;
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t t = 0; t < tiles; t++) {
-        const int32_t r0 = (int32_t)(t / col_tiles) * rt,
-                      c0 = (int32_t)(t % col_tiles) * MATMUL_COL_TILE;
-        const int32_t r1 = m - r0 < rt ? m : r0 + rt;
-        for (int32_t col = c0; col < c0 + MATMUL_COL_TILE; col += LMS_PANEL) {
-            const float *panel = c->panels + (size_t)(col / LMS_PANEL) * k * LMS_PANEL;
-            for (int32_t r = r0; r < r1; r += per_call) {
-                const float *rows[KERNEL_MAX_ROWS];
-                for (int32_t i = 0; i < per_call; i++)
-                    rows[i] = p->x + (size_t)(r + i < r1 ? r + i : r1 - 1) * k;
-                const int32_t nr = r1 - r < per_call ? r1 - r : per_call;
-                c->cfg->tier->f32->fn(rows, k, panel, LMS_PANEL, p->y + (size_t)r * n + col,
-                                      (size_t)n, nr, LMS_PANEL, KERNEL_STORE);
-            }
-        }
-    }
 }
 
 /* max |y - ref| / max |ref|: the error relative to the output's scale. */
@@ -342,15 +292,13 @@ static bool bench_one(const matmul_config *cfg, const shape *s, int32_t m, int r
         int method;
         lms_weights_format format;
         double bound; /* relative error vs sgemm */
-    } runs[] = {{TILES, LMS_WEIGHTS_F32, 1e-5},
-                {BF16, LMS_WEIGHTS_BF16, 2e-2},
-                {INT8, LMS_WEIGHTS_Q8, 2e-2}};
+    } runs[] = {
+        {F32, LMS_WEIGHTS_F32, 1e-5}, {BF16, LMS_WEIGHTS_BF16, 2e-2}, {INT8, LMS_WEIGHTS_Q8, 2e-2}};
     for (size_t i = 0; scratch && i < sizeof runs / sizeof runs[0]; i++) {
         if (!compute_tier_multiplies(cfg->tier, runs[i].format)) continue;
-        lms_weights lw = {.format = LMS_WEIGHTS_F32, .n = s->n, .k = s->k, .f32 = w};
+        lms_weights lw;
         void *buffer = NULL;
-        if (runs[i].format != LMS_WEIGHTS_F32 &&
-            !pack(w, s->n, s->k, runs[i].format, &lw, &buffer)) {
+        if (!pack(w, s->n, s->k, runs[i].format, &lw, &buffer)) {
             ok = false;
             continue;
         }
@@ -365,17 +313,6 @@ static bool bench_one(const matmul_config *cfg, const shape *s, int32_t m, int r
         lms_free(buffer);
     }
     matmul_scratch_free(scratch);
-    f32_kernel_ctx fk = {cfg, pack_f32_panels(w, s->n, s->k)};
-    if (fk.panels) {
-        seconds[F32_KERNEL] = best_seconds(run_f32_kernel, &p, &fk, reps);
-        const double e = relative_error(y, ref, out);
-        if (e > 1e-5) {
-            fprintf(stderr, "bench_matmul: f32 kernel on %s M=%d: relative error %.3g > 1e-5\n",
-                    s->name, m, e);
-            ok = false;
-        }
-        free(fk.panels);
-    }
 #ifdef LMSCORE_BENCH_DNNL
     dnnl_ctx *d = dnnl;
     time_dnnl(d->engine, d->stream, &p, reps, seconds);
@@ -424,7 +361,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_matmul: %s\n", err.msg);
         return 2;
     }
-    const matmul_config cfg = {tier, 384};
+    const matmul_config cfg = {tier};
 
     const int32_t max_n = 3072, max_k = 3072, max_m = smoke ? 32 : ROWS[N_ROWS - 1];
     float *x = malloc((size_t)max_m * max_k * sizeof *x);

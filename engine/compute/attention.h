@@ -40,6 +40,11 @@ typedef struct {
     bool dense_mask;          /* materialise the T×T mask and attend through it */
 } attn_layout;
 
+/* Rows of an attention block. A block of the causal prefix scores its rows
+ * against every key up to its last row, so it computes about block/2
+ * masked scores per row: small blocks waste less. */
+#define ATTN_BLOCK_ROWS 128
+
 typedef struct {
     int32_t n_heads, n_kv_heads, head_dim;
     int32_t block_rows;     /* rows per block of work */

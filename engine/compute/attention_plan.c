@@ -3,10 +3,9 @@
  *
  * A block is either a piece of the causal prefix, a piece of one long
  * segment, or several whole short segments; it runs from its first row to
- * the row where the next block starts, so that every block starts at a row
- * that is a multiple of the BLAS row period (segments are placed at such
- * rows). The dense-mask mode keeps the rows in blocks of block_rows and
- * builds the T×T visibility mask instead of pieces.
+ * the row where the next block starts (rows between segments belong to no
+ * segment and are zeros). The dense-mask mode keeps the rows in blocks of
+ * block_rows and builds the T×T visibility mask instead of pieces.
  */
 #include "attention_plan.h"
 
@@ -133,7 +132,7 @@ lms_status attn_plan_create(const attn_layout *l, const attn_geometry *geo, int3
     }
 
     /* The causal prefix, in blocks of br rows; the last one runs up to the
-     * first segment so that every block's row count is period-aligned. */
+     * first segment. */
     int32_t first_seg_row = l->n_segments ? l->seg_begin[0] : l->n_rows;
     for (int32_t r0 = 0; r0 < l->prefix_rows; r0 += br) {
         int32_t r1 = r0 + br < l->prefix_rows ? r0 + br : l->prefix_rows;

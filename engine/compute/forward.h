@@ -36,7 +36,7 @@ typedef struct {
 } forward_batch;
 
 typedef struct {
-    int32_t block_rows;   /* rows of every shared-key attention product (blas_probe.h) */
+    int32_t block_rows;   /* rows of an attention block (ATTN_BLOCK_ROWS) */
     matmul_config matmul; /* the projections' kernels and row tile */
 } forward_tuning;
 

@@ -19,8 +19,7 @@
  * n_rows (row i of x itself when rows is NULL); x is [· × d_model], the
  * last layer's output; head is m's output matrix as the tier multiplies it
  * (model_weights.h). Rows go through the head a chunk at a time; each
- * chunk reads the output matrix once. An f32 head runs lm_head.c's own
- * kernel, the other formats matmul.h's kernels (mm). */
+ * chunk reads the output matrix once, through mm's kernels. */
 lms_status lm_head_label_logprobs(const lms_model *m, const lms_weights *head,
                                   const matmul_config *mm, const float *x, const int32_t *rows,
                                   int32_t n_rows, const int32_t *labels, int32_t n_labels,

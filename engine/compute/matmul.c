@@ -3,7 +3,6 @@
  */
 #include "matmul.h"
 
-#include <cblas.h>
 #include <omp.h>
 #include <stdlib.h>
 
@@ -92,22 +91,26 @@ void matmul_prepare(const matmul_config *cfg, const lms_weights *w, const float 
         quantize_rows(cfg->tier->q8, x, rows, w->k, w->offset16, s, in);
 }
 
-static void panels_w16(const w16_kernels *kernels, const lms_weights *w, const matmul_input *in,
-                       int32_t r0, int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,
-                       kernel_mode mode)
+/* F32, F16 and BF16 panels through the tier's f32 or 16-bit kernel. */
+static void panels_dense(const compute_tier *tier, const lms_weights *w, const matmul_input *in,
+                         int32_t r0, int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,
+                         kernel_mode mode)
 {
-    const int32_t k = w->k, rows_per_call = kernels->rows;
-    const bool bf16 = w->format == LMS_WEIGHTS_BF16;
+    const bool f32 = w->format == LMS_WEIGHTS_F32, bf16 = w->format == LMS_WEIGHTS_BF16;
+    const int32_t k = w->k, rows_per_call = f32 ? tier->f32->rows : tier->w16->rows;
     for (int32_t c = c0; c < c1; c += LMS_PANEL) {
-        const uint16_t *panel = w->w16 + (size_t)(c / LMS_PANEL) * k * LMS_PANEL;
+        const size_t panel = (size_t)(c / LMS_PANEL) * k * LMS_PANEL;
         const int32_t n_cols = c1 - c < LMS_PANEL ? c1 - c : LMS_PANEL;
         for (int32_t r = r0; r < r1; r += rows_per_call) {
             const float *x[KERNEL_MAX_ROWS];
             for (int32_t i = 0; i < rows_per_call; i++)
                 x[i] = in->x + (size_t)(r + i < r1 ? r + i : r1 - 1) * k;
             const int32_t n_rows = r1 - r < rows_per_call ? r1 - r : rows_per_call;
-            kernels->fn(x, k, panel, bf16, y + (size_t)(r - r0) * ldy + (c - c0), ldy, n_rows,
-                        n_cols, mode);
+            float *yr = y + (size_t)(r - r0) * ldy + (c - c0);
+            if (f32)
+                tier->f32->fn(x, k, w->f32 + panel, LMS_PANEL, yr, ldy, n_rows, n_cols, mode);
+            else
+                tier->w16->fn(x, k, w->w16 + panel, bf16, yr, ldy, n_rows, n_cols, mode);
         }
     }
 }
@@ -151,20 +154,10 @@ void matmul_panels(const compute_tier *tier, const lms_weights *w, const matmul_
                    int32_t r0, int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,
                    kernel_mode mode)
 {
-    switch (w->format) {
-    case LMS_WEIGHTS_F32:
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, c1 - c0, w->k, 1.0f,
-                    in->x + (size_t)r0 * w->k, w->k, w->f32 + (size_t)c0 * w->k, w->k,
-                    mode == KERNEL_ACCUMULATE ? 1.0f : 0.0f, y, (int)ldy);
-        return;
-    case LMS_WEIGHTS_F16:
-    case LMS_WEIGHTS_BF16:
-        panels_w16(tier->w16, w, in, r0, r1, c0, c1, y, ldy, mode);
-        return;
-    case LMS_WEIGHTS_Q8:
+    if (w->format == LMS_WEIGHTS_Q8)
         panels_q8(tier->q8, w, in, r0, r1, c0, c1, y, ldy, mode);
-        return;
-    }
+    else
+        panels_dense(tier, w, in, r0, r1, c0, c1, y, ldy, mode);
 }
 
 void matmul_block(const matmul_config *cfg, const lms_weights *w, const matmul_input *in,
@@ -174,34 +167,74 @@ void matmul_block(const matmul_config *cfg, const lms_weights *w, const matmul_i
     cfg->tier->block(cfg->tier, w, in, r0, r1, c0, c1, y, ldy, mode);
 }
 
+/* The grid of a matmul_many call: tiles of row_tile rows × col_tile
+ * columns of every product. Tiles start at MAX_ROW_TILE × MATMUL_COL_TILE
+ * and are halved, rows first (down to MIN_ROW_TILE), then columns (down to
+ * one panel), until the products make TILES_PER_THREAD tiles per thread:
+ * enough for the dynamic schedule to keep every thread busy to the end. A
+ * row's result does not depend on the tile it falls in (kernels.h), so
+ * the grid can follow the thread count. Row tiles are multiples of every
+ * tier's rows per call. */
+#define MAX_ROW_TILE     384
+#define MIN_ROW_TILE     48
+#define ROW_TILE_STEP    24
+#define TILES_PER_THREAD 4
+
+typedef struct {
+    int32_t row_tile, col_tile;
+} grid;
+
+static int64_t grid_tiles(const grid *g, const matmul_product *p, int n, int32_t rows)
+{
+    int64_t tiles = 0;
+    for (int i = 0; i < n; i++)
+        tiles += (int64_t)ceil_div(rows, g->row_tile) * ceil_div(p[i].w->n, g->col_tile);
+    return tiles;
+}
+
+static grid grid_for(const matmul_product *p, int n, int32_t rows, int threads)
+{
+    grid g = {MAX_ROW_TILE, MATMUL_COL_TILE};
+    const int64_t want = (int64_t)TILES_PER_THREAD * threads;
+    while (grid_tiles(&g, p, n, rows) < want) {
+        if (g.row_tile > MIN_ROW_TILE && g.row_tile < rows)
+            g.row_tile = ceil_div(g.row_tile / 2, ROW_TILE_STEP) * ROW_TILE_STEP;
+        else if (g.col_tile > LMS_PANEL)
+            g.col_tile /= 2;
+        else
+            break;
+    }
+    return g;
+}
+
 void matmul_many(const matmul_config *cfg, const matmul_product *p, int n, const float *x,
                  int32_t rows, matmul_scratch *s)
 {
-    const int32_t k = p[0].w->k, row_tile = cfg->row_tile, row_tiles = ceil_div(rows, row_tile);
+    const int32_t k = p[0].w->k;
     matmul_input in = {.x = x, .rows = rows, .k = k};
     bool q8 = false, sums = false;
-    int64_t first_tile[MATMUL_MAX_PRODUCTS + 1] = {0};
     for (int i = 0; i < n; i++) {
         q8 |= p[i].w->format == LMS_WEIGHTS_Q8;
         sums |= p[i].w->format == LMS_WEIGHTS_Q8 && p[i].w->offset16;
-        first_tile[i + 1] =
-            first_tile[i] + (int64_t)row_tiles * ceil_div(p[i].w->n, MATMUL_COL_TILE);
     }
     if (q8) quantize_rows(cfg->tier->q8, x, rows, k, sums, s, &in);
-#pragma omp parallel for schedule(dynamic, 1)
-    /* Always inside a parallel region, even for one tile: OpenBLAS runs
-     * single-threaded there, so every F32 tile is computed the same way. */
+    const grid g = grid_for(p, n, rows, omp_get_max_threads());
+    const int32_t row_tiles = ceil_div(rows, g.row_tile);
+    int64_t first_tile[MATMUL_MAX_PRODUCTS + 1] = {0};
+    for (int i = 0; i < n; i++)
+        first_tile[i + 1] = first_tile[i] + (int64_t)row_tiles * ceil_div(p[i].w->n, g.col_tile);
+#pragma omp parallel for schedule(dynamic, 1) if (first_tile[n] > 1)
     for (int64_t t = 0; t < first_tile[n]; t++) {
         int i = 0;
         while (t >= first_tile[i + 1])
             i++;
         const lms_weights *w = p[i].w;
-        const int32_t n_cols = w->n, col_tiles = ceil_div(n_cols, MATMUL_COL_TILE);
+        const int32_t n_cols = w->n, col_tiles = ceil_div(n_cols, g.col_tile);
         const int64_t tile = t - first_tile[i];
-        const int32_t r0 = (int32_t)(tile / col_tiles) * row_tile;
-        const int32_t c0 = (int32_t)(tile % col_tiles) * MATMUL_COL_TILE;
-        const int32_t r1 = rows - r0 < row_tile ? rows : r0 + row_tile;
-        const int32_t c1 = n_cols - c0 < MATMUL_COL_TILE ? n_cols : c0 + MATMUL_COL_TILE;
+        const int32_t r0 = (int32_t)(tile / col_tiles) * g.row_tile;
+        const int32_t c0 = (int32_t)(tile % col_tiles) * g.col_tile;
+        const int32_t r1 = rows - r0 < g.row_tile ? rows : r0 + g.row_tile;
+        const int32_t c1 = n_cols - c0 < g.col_tile ? n_cols : c0 + g.col_tile;
         matmul_block(cfg, w, &in, r0, r1, c0, c1, p[i].y + (size_t)r0 * n_cols + c0, (size_t)n_cols,
                      p[i].mode);
     }

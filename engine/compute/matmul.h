@@ -2,19 +2,13 @@
  * matmul.h — the projections of the forward pass: y = x·Wᵀ (+ y) for W in
  * any format of weights.h, over a fixed grid of tiles.
  *
- * F32 tiles are OpenBLAS sgemm calls, one single-threaded call per tile,
- * the tiles in parallel; the grid is fixed by the weight (column tiles of
- * MATMUL_COL_TILE) and by a row tile that is a multiple of the BLAS row
- * period, so a row's arithmetic depends only on its index modulo that
- * period — never on the batch's row count nor on the thread count. (A
- * threaded BLAS call splits its rows among threads at places that move
- * with the row count, and OpenBLAS rounds a row by where it falls in a
- * register tile.)
- *
- * F16/BF16 and Q8 tiles run the kernels of kernels.h, which compute every
- * element by a sequence of operations fixed by its row alone; x is
- * quantised for Q8 once per call (for all the call's products), per row and
- * block of 32, to 15 bits in two int8 codes (kernels.h).
+ * A product is a grid of tiles, each computed on one thread by the tier's
+ * tile function (kernels.h), the tiles in parallel, as many as the threads
+ * need. Every format runs the tier's kernels, which compute every element
+ * by a sequence of operations fixed by its row alone, so a row's result
+ * depends neither on the batch around it nor on the grid or the thread
+ * count. x is quantised for Q8 once per call (for all the call's
+ * products), per row and block of 32 (kernels.h).
  */
 #ifndef LMS_MATMUL_H
 #define LMS_MATMUL_H
@@ -27,13 +21,12 @@
 #include "tier.h"
 #include "weights.h"
 
-/* Output columns per tile: a multiple of LMS_PANEL. */
+/* Output columns per tile at most: a multiple of LMS_PANEL. */
 #define MATMUL_COL_TILE 512
 
 /* How an engine multiplies, for its life. */
 typedef struct {
     const compute_tier *tier;
-    int32_t row_tile; /* rows per tile: a multiple of the BLAS row period */
 } matmul_config;
 
 /* Room to quantise up to rows × k of x (Q8 weights). */
@@ -53,7 +46,7 @@ void matmul_block(const matmul_config *cfg, const lms_weights *w, const matmul_i
                   kernel_mode mode);
 
 /* y[rows × w->n] (= or += by mode) x[rows × w->k] · Wᵀ over the tile grid,
- * in parallel. s: room for rows × w->k (only Q8 uses it). */
+ * on the OpenMP threads. s: room for rows × w->k (only Q8 uses it). */
 void matmul(const matmul_config *cfg, const lms_weights *w, const float *x, int32_t rows,
             kernel_mode mode, float *y, matmul_scratch *s);
 

@@ -4,13 +4,11 @@
  */
 #include "model_weights.h"
 
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
-#include "tensor_convert.h"
 #include "weights_pack.h"
 
 /* The format lms_precision gives a matrix stored as type (before the
@@ -45,37 +43,18 @@ typedef struct {
     const lms_model *model;
     const compute_tier *tier;
     lms_precision precision;
-    lms_convert_job *converts;
-    size_t n_converts;
-    lms_pack_job *packs;
+    lms_pack_job *packs; /* one per matrix at most */
     size_t n_packs;
-    size_t cap;                      /* of converts, packs and w->buffers: one per matrix at most */
     bool stored[LMS_DTYPE_Q6_K + 1]; /* the matrices' stored types */
 } builder;
 
 /* Sets *out to matrix m in the format the precision and the tier give it,
- * queueing its conversion or packing. */
+ * queueing its packing. */
 static lms_status bind(builder *b, const lms_matrix *m, lms_weights *out, lms_error *err)
 {
     b->stored[m->type] = true;
     lms_weights_format format = asked_format(b->precision, m->type);
     if (!compute_tier_multiplies(b->tier, format)) format = LMS_WEIGHTS_F32;
-    if (format == LMS_WEIGHTS_F32) {
-        *out = (lms_weights){.format = LMS_WEIGHTS_F32, .n = m->n, .k = m->k};
-        if (m->type == LMS_DTYPE_F32 && (uintptr_t)m->data % sizeof(float) == 0) {
-            out->f32 = m->data; /* in place */
-            return LMS_OK;
-        }
-        const size_t n = (size_t)m->n * (size_t)m->k;
-        float *converted = lms_alloc(n * sizeof(float));
-        if (!converted)
-            return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "converting a %d × %d matrix to f32",
-                            m->n, m->k);
-        b->converts[b->n_converts++] = (lms_convert_job){m->type, m->data, converted, n};
-        out->f32 = converted;
-        b->w->buffers[b->w->n_buffers++] = converted;
-        return LMS_OK;
-    }
     void *buffer;
     lms_status st = lms_weights_alloc(out, m->type, format, m->n, m->k, &buffer, err);
     if (st != LMS_OK) return st;
@@ -128,21 +107,17 @@ lms_status model_weights_create(const lms_model *m, const compute_tier *tier,
     *out = NULL;
     const int32_t n_layers = m->cfg.n_layers;
     model_weights *w = calloc(1, sizeof *w);
-    builder b = {.w = w,
-                 .model = m,
-                 .tier = tier,
-                 .precision = precision,
-                 .cap = MODEL_WEIGHTS_MAX(n_layers)};
+    builder b = {.w = w, .model = m, .tier = tier, .precision = precision};
+    const size_t most = MODEL_WEIGHTS_MAX(n_layers);
     if (w) {
         w->n_layers = n_layers;
         w->tied = m->cfg.tied_embeddings;
         w->layers = calloc((size_t)n_layers, sizeof *w->layers);
-        w->buffers = calloc(b.cap, sizeof *w->buffers);
+        w->buffers = calloc(most, sizeof *w->buffers);
     }
-    b.converts = calloc(b.cap, sizeof *b.converts);
-    b.packs = calloc(b.cap, sizeof *b.packs);
+    b.packs = calloc(most, sizeof *b.packs);
     lms_status st = LMS_OK;
-    if (!w || !w->layers || !w->buffers || !b.converts || !b.packs)
+    if (!w || !w->layers || !w->buffers || !b.packs)
         st = lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "the weights of %d layers", n_layers);
     if (st == LMS_OK) st = bind(&b, &m->tok_embd, &w->tok_embd, err);
     if (st == LMS_OK && !w->tied) st = bind(&b, &m->output, &w->output, err);
@@ -156,9 +131,7 @@ lms_status model_weights_create(const lms_model *m, const compute_tier *tier,
         for (size_t i = 0; i < sizeof from / sizeof *from && st == LMS_OK; i++)
             st = bind(&b, from[i], to[i], err);
     }
-    if (st == LMS_OK) st = lms_convert_to_f32(b.converts, b.n_converts, stop, err);
     if (st == LMS_OK) st = lms_pack_run(b.packs, b.n_packs, stop, err);
-    free(b.converts);
     free(b.packs);
     if (st != LMS_OK) {
         model_weights_free(w);

@@ -12,10 +12,10 @@
  *   int8       Q8 (floats as ggml's Q8_0 quantiser makes them, blocks exactly)
  *   auto       as stored: F32, F16, BF16  Q8
  *
- * and F32 wherever the tier multiplies no other format. An F32 matrix
- * stored as aligned f32 is used in place in the file's mapping; the others
- * are converted or packed (weights_pack.h) in parallel, dropping the file's
- * pages of each piece once packed.
+ * and F32 wherever the tier multiplies no other format. Every matrix is
+ * packed (weights_pack.h) in parallel, the file's pages of each piece
+ * dropped once packed, so a load holds the packed weights and not also the
+ * file.
  */
 #ifndef LMS_MODEL_WEIGHTS_H
 #define LMS_MODEL_WEIGHTS_H
@@ -39,7 +39,7 @@ typedef struct model_weights {
     const char *precision;      /* "f32", "bf16", "int8", "mixed": what the matrices hold */
     char precision_reason[200]; /* why: the option, the stored types, the tier */
 
-    void **buffers; /* lms_alloc'ed: packed and converted matrices */
+    void **buffers; /* lms_alloc'ed: the packed matrices */
     size_t n_buffers;
 } model_weights;
 

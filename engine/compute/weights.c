@@ -3,8 +3,6 @@
  */
 #include "weights.h"
 
-#include <string.h>
-
 #include "half.h"
 #include "names.h"
 
@@ -60,7 +58,7 @@ size_t lms_weights_bytes(const lms_weights *w)
     const size_t panels = (size_t)lms_weights_panels(w);
     switch (w->format) {
     case LMS_WEIGHTS_F32:
-        return (size_t)w->n * (size_t)w->k * sizeof(float);
+        return panels * (size_t)w->k * LMS_PANEL * sizeof(float);
     case LMS_WEIGHTS_F16:
     case LMS_WEIGHTS_BF16:
         return panels * (size_t)w->k * LMS_PANEL * sizeof(uint16_t);
@@ -101,9 +99,12 @@ void lms_weights_row(const lms_weights *w, int32_t r, float *out)
 {
     const size_t p = (size_t)(r / LMS_PANEL), j = (size_t)(r % LMS_PANEL);
     switch (w->format) {
-    case LMS_WEIGHTS_F32:
-        memcpy(out, w->f32 + (size_t)r * w->k, (size_t)w->k * sizeof *out);
+    case LMS_WEIGHTS_F32: {
+        const float *col = w->f32 + p * (size_t)w->k * LMS_PANEL + j;
+        for (int32_t kk = 0; kk < w->k; kk++)
+            out[kk] = col[(size_t)kk * LMS_PANEL];
         return;
+    }
     case LMS_WEIGHTS_F16:
     case LMS_WEIGHTS_BF16: {
         const uint16_t *col = w->w16 + p * (size_t)w->k * LMS_PANEL + j;

@@ -4,12 +4,11 @@
  * W is [n × k] (out_features × in_features: y = x·Wᵀ) in one of four
  * formats:
  *
- *   F32   row-major floats, the checkpoint's own layout (in place from the
- *         file when it can be), multiplied by OpenBLAS.
- *   F16,  16-bit floats packed in panels of LMS_PANEL columns: panel p holds
- *   BF16  columns [32p, 32p+32), k-major — element (row 32p+j, col kk) at
- *         [p][kk][j] — so a kernel reads one vector of 32 columns per kk.
- *         The checkpoint's 16-bit type is kept (f16 stays f16: exact).
+ *   F32,  floats or 16-bit floats packed in panels of LMS_PANEL columns:
+ *   F16,  panel p holds columns [32p, 32p+32), k-major — element (row
+ *   BF16  32p+j, col kk) at [p][kk][j] — so a kernel reads one vector of 32
+ *         columns per kk. The checkpoint's 16-bit type is kept (f16 stays
+ *         f16: exact).
  *   Q8    signed 8-bit codes in blocks of LMS_Q8_BLOCK along k. Panel p,
  *         block b holds 8 groups of 4 k values × 32 columns,
  *         column-interleaved as VNNI's dot products read them — byte
@@ -69,7 +68,7 @@ typedef struct {
 typedef struct {
     lms_weights_format format;
     int32_t n, k;
-    const float *f32;         /* F32: [n × k] */
+    const float *f32;         /* F32: [panels][k][LMS_PANEL] */
     const uint16_t *w16;      /* F16/BF16: [panels][k][LMS_PANEL] */
     const uint8_t *q8;        /* Q8: [panels][blocks][8][LMS_PANEL][4] */
     const uint16_t *scale16;  /* Q8: D, f16 [panels][groups][LMS_PANEL] */
@@ -102,7 +101,7 @@ static inline int32_t lms_weights_groups(const lms_weights *w)
 #define LMS_Q8_PARTS 5
 void lms_weights_q8_parts(const lms_weights *w, size_t bytes[LMS_Q8_PARTS]);
 
-/* Bytes the matrix occupies (0 for F32 used in place from a file). */
+/* Bytes the matrix occupies. */
 size_t lms_weights_bytes(const lms_weights *w);
 
 /* Row r of W (one output feature, k values) as f32: the exact value of

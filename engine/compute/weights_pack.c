@@ -25,10 +25,9 @@ bool lms_pack_supported(lms_dtype type, lms_weights_format format)
         return type == LMS_DTYPE_F16;
     case LMS_WEIGHTS_BF16:
         return true;
+    case LMS_WEIGHTS_F32:
     case LMS_WEIGHTS_Q8:
         return true;
-    case LMS_WEIGHTS_F32:
-        break;
     }
     return false;
 }
@@ -68,6 +67,10 @@ lms_status lms_weights_alloc(lms_weights *w, lms_dtype type, lms_weights_format 
                         "no memory for a %d x %d %s matrix (%zu bytes)", n, k,
                         lms_weights_format_name(format), bytes);
     *buffer = data;
+    if (format == LMS_WEIGHTS_F32) {
+        w->f32 = (const float *)data;
+        return LMS_OK;
+    }
     if (format != LMS_WEIGHTS_Q8) {
         w->w16 = (const uint16_t *)data;
         return LMS_OK;
@@ -109,6 +112,23 @@ static void source_row_f32(lms_dtype type, const unsigned char *row, int32_t k, 
     default:
         lms_ggml_blocks_to_f32(type, row, (size_t)k / lms_dtype_block_elements(type), out);
         return;
+    }
+}
+
+/* One panel of F32: column j of the panel is row 32p + j. */
+static void pack_f32_panel(const lms_pack_job *job, int32_t p, float *tmp)
+{
+    const lms_weights *w = job->dst;
+    float *panel = (float *)w->f32 + (size_t)p * w->k * LMS_PANEL;
+    for (int32_t j = 0; j < LMS_PANEL; j++) {
+        const int32_t r = p * LMS_PANEL + j;
+        if (r < w->n)
+            source_row_f32(job->type,
+                           (const unsigned char *)job->src +
+                               (size_t)r * source_row_bytes(job->type, w->k),
+                           w->k, tmp);
+        for (int32_t kk = 0; kk < w->k; kk++)
+            panel[(size_t)kk * LMS_PANEL + j] = r < w->n ? tmp[kk] : 0.0f;
     }
 }
 
@@ -266,10 +286,18 @@ static void pack_chunk(const chunk *c, float *tmp)
 {
     const lms_pack_job *job = c->job;
     for (int32_t p = c->first_panel; p < c->first_panel + c->n_panels; p++) {
-        if (job->dst->format == LMS_WEIGHTS_Q8)
-            pack_q8_panel(job, p, tmp);
-        else
+        switch (job->dst->format) {
+        case LMS_WEIGHTS_F32:
+            pack_f32_panel(job, p, tmp);
+            break;
+        case LMS_WEIGHTS_F16:
+        case LMS_WEIGHTS_BF16:
             pack_w16_panel(job, p, tmp);
+            break;
+        case LMS_WEIGHTS_Q8:
+            pack_q8_panel(job, p, tmp);
+            break;
+        }
     }
     if (!job->release_source) return;
     const size_t row_bytes = source_row_bytes(job->type, job->dst->k);

@@ -3,6 +3,8 @@
  *
  * What each (stored type, format) pair does to the values:
  *
+ *   any type -> F32                its f32 values: exact (ggml's blocks
+ *                                  as dequantize_row_* gives them)
  *   same 16-bit type -> F16/BF16   copied bits: exact
  *   ggml block type -> Q8          each block's own codes, scales and
  *                                  offsets (weights.h): exact, every value
@@ -26,13 +28,13 @@
 #include "dtype.h"
 #include "weights.h"
 
-/* Can a tensor stored as type become format? (F32 is lms_convert_to_f32's.) */
+/* Can a tensor stored as type become format? */
 bool lms_pack_supported(lms_dtype type, lms_weights_format format);
 
 /* Sets *w to an n × k matrix of format for a tensor stored as type (which
  * picks a Q8 matrix's layout) with its data in one lms_alloc'ed buffer,
  * returned in *buffer (the caller owns it; the contents are written by
- * lms_pack_run). format must not be F32. */
+ * lms_pack_run). */
 lms_status lms_weights_alloc(lms_weights *w, lms_dtype type, lms_weights_format format, int32_t n,
                              int32_t k, void **buffer, lms_error *err);
 

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blas_probe.h"
 #include "cpu.h"
 #include "tier.h"
 #include "gguf.h"
@@ -122,29 +121,7 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
         goto fail;
     }
 
-    /* OpenBLAS's row period, for the f32 projections' tiles (matmul.h: rows
-     * of any count, a full column tile and the last, narrower one); 1 when
-     * no projection is f32. */
-    const int32_t qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
-    const int32_t projections[5][2] = {
-        {c->d_model, qd},      {c->d_model, kvd},     {qd, c->d_model},
-        {c->d_model, c->d_ff}, {c->d_ff, c->d_model},
-    };
-    blas_probe_shape shapes[10];
-    int n_shapes = 0;
-    const bool f32_projections =
-        strcmp(e->weights->precision, "f32") == 0 || strcmp(e->weights->precision, "mixed") == 0;
-    for (int i = 0; i < 5 && f32_projections; i++) {
-        const int32_t k = projections[i][0], n = projections[i][1];
-        shapes[n_shapes++] = (blas_probe_shape){k, n < MATMUL_COL_TILE ? n : MATMUL_COL_TILE};
-        if (n > MATMUL_COL_TILE && n % MATMUL_COL_TILE)
-            shapes[n_shapes++] = (blas_probe_shape){k, n % MATMUL_COL_TILE};
-    }
-    e->row_period = 1;
-    if (n_shapes) st = blas_row_period(shapes, n_shapes, &e->row_period, err);
-    if (st != LMS_OK) goto fail;
-    e->tune.block_rows = attn_block_rows(e->row_period);
-    e->tune.matmul = (matmul_config){tier, blas_block_rows(e->row_period)};
+    e->tune = (forward_tuning){ATTN_BLOCK_ROWS, {tier}};
 
     e->cache = prefix_cache_create(e->opt.prefix_cache_bytes);
     if (!e->cache) {
@@ -191,7 +168,7 @@ static void describe_weights(const lms_engine *e, lms_model_info *out)
     out->isa = tier->name;
     used = 0;
     if (counts[LMS_WEIGHTS_F32])
-        used += (size_t)snprintf(out->kernels, sizeof out->kernels, "f32 openblas");
+        used += (size_t)snprintf(out->kernels, sizeof out->kernels, "f32 %s", tier->f32->isa);
     if ((counts[LMS_WEIGHTS_F16] || counts[LMS_WEIGHTS_BF16]) && used < sizeof out->kernels)
         used += (size_t)snprintf(out->kernels + used, sizeof out->kernels - used, "%s16-bit %s",
                                  used ? ", " : "", tier->w16->isa);

@@ -14,7 +14,6 @@ struct lms_engine {
     model_weights *weights;   /* the model's matrices as the tier multiplies them */
     lms_tokenizer *tokenizer; /* NULL when the checkpoint has none */
     lms_engine_options opt;
-    int32_t row_period; /* BLAS row period: segments start at multiples */
     forward_tuning tune;
     prefix_cache *cache;
 };

@@ -13,8 +13,9 @@
  *   prefill_extend  the prefix once (or from the prefix cache), then items
  *                   in batches attending to the cached prefix KV
  *
- * Items start at rows that are multiples of the BLAS row period, so an
- * item's numbers are bit-identical whatever the other items are.
+ * Every kernel computes a row from that row alone and attention gives a
+ * row the same bits whatever the batch (docs/engine.md), so an item's
+ * numbers are bit-identical whatever the other items are.
  */
 #include "engine_internal.h"
 
@@ -214,17 +215,6 @@ static void put_rows(batch_buf *b, const int32_t *ids, int32_t n, int32_t first_
     b->n_rows += n;
 }
 
-/* Pads with inert rows up to a multiple of period (token 0, position 0;
- * they belong to no segment, see nothing and are never scored). */
-static void pad_rows(batch_buf *b, int32_t period)
-{
-    while (b->n_rows % period) {
-        b->tokens[b->n_rows] = 0;
-        b->positions[b->n_rows] = 0;
-        b->n_rows++;
-    }
-}
-
 static void add_score(batch_buf *b, int32_t row, int32_t item)
 {
     b->score_rows[b->n_score] = row;
@@ -272,21 +262,20 @@ static lms_status run_batch(score_state *j, batch_buf *b, int32_t prefix_rows,
 
 /* ---- algorithms ---------------------------------------------------------- */
 
-/* Rows item i takes in a batch, padded to the row period: its whole sequence
- * when sequences run independently, else the item alone (after a prefix). */
-static int32_t padded_rows(const score_state *j, int32_t i, item_span span)
+/* Rows item i takes in a batch: its whole sequence when sequences run
+ * independently, else the item alone (after a prefix). */
+static int32_t item_rows(const score_state *j, int32_t i, item_span span)
 {
     const lms_score_request *r = j->req;
-    int32_t len = r->items[i].len;
-    if (span == WHOLE_SEQUENCE) len += r->item_first ? r->query.len : j->prefix_len;
-    return selector_padded(len, j->e->row_period);
+    const int32_t len = r->items[i].len;
+    return span == WHOLE_SEQUENCE ? len + (r->item_first ? r->query.len : j->prefix_len) : len;
 }
 
-static int32_t widest_padded(const score_state *j, item_span span)
+static int32_t widest_item(const score_state *j, item_span span)
 {
     int32_t widest = 0;
     for (int32_t i = 0; i < j->req->n_items; i++)
-        if (padded_rows(j, i, span) > widest) widest = padded_rows(j, i, span);
+        if (item_rows(j, i, span) > widest) widest = item_rows(j, i, span);
     return widest;
 }
 
@@ -296,8 +285,7 @@ static int32_t widest_padded(const score_state *j, item_span span)
 static lms_status run_independent(score_state *j, sequence_batching batching, lms_error *err)
 {
     const lms_score_request *r = j->req;
-    const int32_t period = j->e->row_period;
-    const int32_t max_seq = widest_padded(j, WHOLE_SEQUENCE);
+    const int32_t max_seq = widest_item(j, WHOLE_SEQUENCE);
     int32_t cap = batching == ONE_PER_PASS || max_seq > j->e->opt.max_packed_tokens
                       ? max_seq
                       : j->e->opt.max_packed_tokens;
@@ -320,10 +308,9 @@ static lms_status run_independent(score_state *j, sequence_batching batching, lm
             b.seg_begin[b.n_segments] = begin;
             b.seg_end[b.n_segments++] = b.n_rows;
             add_score(&b, b.n_rows - 1, i);
-            pad_rows(&b, period);
             i++;
         } while (batching == AS_MANY_AS_FIT && i < r->n_items &&
-                 b.n_rows + padded_rows(j, i, WHOLE_SEQUENCE) <= cap);
+                 b.n_rows + item_rows(j, i, WHOLE_SEQUENCE) <= cap);
         st = run_batch(j, &b, 0, SEGMENT_RUNS, NULL, NULL, err);
     }
     batch_free(&b);
@@ -335,28 +322,27 @@ static lms_status run_independent(score_state *j, sequence_batching batching, lm
 static lms_status run_packed(score_state *j, segment_attention attention, lms_error *err)
 {
     const lms_score_request *r = j->req;
-    const int32_t period = j->e->row_period, p = j->prefix_len;
+    const int32_t p = j->prefix_len;
     const bool dense = attention == DENSE_MASK;
     const int32_t budget = dense && j->e->opt.dense_mask_max_tokens < j->e->opt.max_packed_tokens
                                ? j->e->opt.dense_mask_max_tokens
                                : j->e->opt.max_packed_tokens;
     /* the largest one-item pack */
-    const int32_t need = selector_padded(p, period) + widest_padded(j, ITEM_ALONE);
+    const int32_t need = p + widest_item(j, ITEM_ALONE);
     if (dense && need > j->e->opt.dense_mask_max_tokens)
         return lms_fail(err, LMS_ERR_RESOURCE_EXHAUSTED, "dense_mask_too_large", "items",
                         "packed_dense needs a %d-token pack; its mask is limited to %d tokens",
                         need, j->e->opt.dense_mask_max_tokens);
-    const int32_t cap = (need > budget ? need : budget) + period;
+    const int32_t cap = need > budget ? need : budget;
     batch_buf b;
     lms_status st = batch_init(&b, cap, r->n_items, r->n_labels, err);
     for (int32_t i = 0; i < r->n_items && st == LMS_OK;) {
         b.n_rows = b.n_segments = b.n_score = 0;
         put_rows(&b, j->prefix, p, 0);
-        pad_rows(&b, period);
         int32_t n_in_pack = 0;
         while (i < r->n_items) {
             const lms_tokens *it = &r->items[i];
-            if (n_in_pack > 0 && b.n_rows + padded_rows(j, i, ITEM_ALONE) > budget) break;
+            if (n_in_pack > 0 && b.n_rows + item_rows(j, i, ITEM_ALONE) > budget) break;
             if (it->len == 0) {
                 add_score(&b, p - 1, i);
             } else {
@@ -364,7 +350,6 @@ static lms_status run_packed(score_state *j, segment_attention attention, lms_er
                 put_rows(&b, it->ids, it->len, p);
                 b.seg_end[b.n_segments++] = b.n_rows;
                 add_score(&b, b.n_rows - 1, i);
-                pad_rows(&b, period);
             }
             n_in_pack++;
             i++;
@@ -431,30 +416,29 @@ static lms_status prefill(score_state *j, prefix_cache_entry **entry, lms_error 
 static lms_status run_prefill_extend(score_state *j, lms_error *err)
 {
     const lms_score_request *r = j->req;
-    const int32_t period = j->e->row_period, p = j->prefix_len;
+    const int32_t p = j->prefix_len;
     prefix_cache_entry *entry = NULL;
     lms_status st = LMS_OK;
     if (p > 0) st = prefill(j, &entry, err);
     if (st != LMS_OK) return st;
     const kv_prefix *kv = entry ? prefix_cache_kv(entry) : NULL;
 
-    const int32_t widest = widest_padded(j, ITEM_ALONE);
+    const int32_t widest = widest_item(j, ITEM_ALONE);
     const int32_t budget = j->e->opt.max_packed_tokens;
-    const int32_t cap = (widest > budget ? widest : budget) + period;
+    const int32_t cap = widest > budget ? widest : budget;
     batch_buf b;
     st = batch_init(&b, cap, r->n_items, r->n_labels, err);
     for (int32_t i = 0; i < r->n_items && st == LMS_OK;) {
         b.n_rows = b.n_segments = b.n_score = 0;
         while (i < r->n_items) {
             const lms_tokens *it = &r->items[i];
-            if (b.n_segments > 0 && b.n_rows + padded_rows(j, i, ITEM_ALONE) > budget) break;
+            if (b.n_segments > 0 && b.n_rows + item_rows(j, i, ITEM_ALONE) > budget) break;
             i++;
             if (it->len == 0) continue; /* scored by the prefill */
             b.seg_begin[b.n_segments] = b.n_rows;
             put_rows(&b, it->ids, it->len, p);
             b.seg_end[b.n_segments++] = b.n_rows;
             add_score(&b, b.n_rows - 1, i - 1);
-            pad_rows(&b, period);
         }
         if (b.n_segments) st = run_batch(j, &b, 0, SEGMENT_RUNS, kv, NULL, err);
     }
@@ -506,7 +490,6 @@ static lms_algorithm choose(score_state *j, char *reason, size_t reason_size)
         .prefix_len = j->prefix_len,
         .n_items = r->n_items,
         .item_len = lens,
-        .row_period = e->row_period,
         .max_packed_tokens = e->opt.max_packed_tokens,
         .dense_mask_max_tokens = e->opt.dense_mask_max_tokens,
         .prefix_cached = prefix_cache_contains(e->cache, j->prefix, j->prefix_len),

@@ -59,15 +59,15 @@ void selector_choose(const lms_model_config *c, const selector_input *in, select
      * the prefix; prefill+extend: the prefix once, items in batches. */
     int32_t i = 0;
     while (i < in->n_items) {
-        double rows = selector_padded(in->prefix_len, in->row_period), pairs = causal_pairs(p);
+        double rows = in->prefix_len, pairs = causal_pairs(p);
         double ext_rows = 0, ext_pairs = 0;
         int32_t n = 0;
         while (i < in->n_items) {
-            int32_t len = in->item_len[i], padded = selector_padded(len, in->row_period);
-            if (n > 0 && rows + padded > in->max_packed_tokens) break;
-            rows += padded;
+            const int32_t len = in->item_len[i];
+            if (n > 0 && rows + len > in->max_packed_tokens) break;
+            rows += len;
             pairs += len * p + causal_pairs(len);
-            ext_rows += padded;
+            ext_rows += len;
             ext_pairs += len * p + causal_pairs(len);
             n++;
             i++;

@@ -21,7 +21,6 @@ typedef struct {
     int32_t prefix_len; /* shared prefix rows (query, + delimiter) */
     int32_t n_items;
     const int32_t *item_len; /* [n_items] */
-    int32_t row_period;      /* segments are padded to multiples of this */
     int32_t max_packed_tokens;
     int32_t dense_mask_max_tokens;
     bool prefix_cached; /* the prefix KV is in the prefix cache */
@@ -34,11 +33,5 @@ typedef struct {
 } selector_choice;
 
 void selector_choose(const lms_model_config *cfg, const selector_input *in, selector_choice *out);
-
-/* Rows a segment of len tokens occupies in a pack. */
-static inline int32_t selector_padded(int32_t len, int32_t period)
-{
-    return (len + period - 1) / period * period;
-}
 
 #endif

@@ -84,11 +84,11 @@ def test_info_describes_the_model(cli, info):
     # the demo model is f32 and the daemon runs the default --precision auto
     assert info["precision"] == "f32"
     assert info["precision_reason"] == "auto: every weight kept as stored (f32)"
-    assert info["kernels"] == "f32 openblas" and info["weight_formats"].startswith("f32 x")
+    assert info["kernels"].startswith("f32 ") and info["weight_formats"].startswith("f32 x")
     assert info["weight_bytes"] == 4 * info["weight_parameters"] > 0
     text = ok(cli("info"))
     assert "vocab_size: 32000\n" in text and f"limits.max_items: {MAX_ITEMS}\n" in text
-    assert "precision: f32\n" in text and "kernels: f32 openblas\n" in text
+    assert "precision: f32\n" in text and f"kernels: {info['kernels']}\n" in text
 
 
 # --- tokenize -------------------------------------------------------------

@@ -52,7 +52,7 @@ static void multiply(const lms_weights *w, const float *x, int32_t rows)
     for (const compute_tier *const *t = compute_tiers; *t; t++) {
         if (!(*t)->runs_on(&cpu) || !compute_tier_multiplies(*t, w->format)) continue;
         memset(y, 0, (size_t)rows * w->n * sizeof *y);
-        const matmul_config cfg = {*t, 8};
+        const matmul_config cfg = {*t};
         matmul(&cfg, w, x, rows, KERNEL_ACCUMULATE, first_tier ? y : first, s);
         if (!first_tier) {
             first_tier = *t;

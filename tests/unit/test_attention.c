@@ -2,7 +2,8 @@
  * test_attention.c — attention (attention.c) run over its plans against a
  * double-precision reference of attention.h's visibility rules, in segment
  * and dense mode: a packed request, an extend over cached rows, independent
- * sequences, items shorter and longer than a block, at several row periods,
+ * sequences, items shorter and longer than a block, packed tightly and with
+ * rows between the segments that belong to none, at two block sizes,
  * on each compute tier (tier_fixture.h) and the generic tier as the
  * reference. Padding rows must come out as exact zeros; the modes and
  * tiers must give the same bits; and a row's output
@@ -21,7 +22,6 @@
 #include <string.h>
 
 #include "attention.h"
-#include "blas_probe.h"
 #include "kernels.h"
 #include "tier_fixture.h"
 
@@ -38,16 +38,17 @@ typedef struct {
 } batch;
 
 /* Segments of the given lengths after `prefix` rows, each starting at a
- * multiple of the period, as score.c places them. */
-static batch make_batch(int32_t period, int32_t prefix, int32_t cached, const int32_t *lens,
+ * multiple of align: 1 packs them as score.c does, more leaves rows between
+ * them that belong to no segment. */
+static batch make_batch(int32_t align, int32_t prefix, int32_t cached, const int32_t *lens,
                         int32_t n)
 {
     batch b = {.prefix = prefix, .cached = cached, .n_segs = n};
-    int32_t row = (prefix + period - 1) / period * period;
+    int32_t row = (prefix + align - 1) / align * align;
     for (int32_t i = 0; i < n; i++) {
         b.begin[i] = row;
         b.end[i] = row + lens[i];
-        row = (b.end[i] + period - 1) / period * period;
+        row = (b.end[i] + align - 1) / align * align;
     }
     b.n_rows = row;
     return b;
@@ -148,9 +149,9 @@ static void run_layout(const attn_layout *l, int32_t block_rows, const compute_t
 
 /* Random inputs for batch b, the reference, and each mode's output on each
  * tier: all within 1e-5 of the reference, all the same bits. */
-static void check_batch(const batch *b, int32_t period, uint64_t seed)
+static void check_batch(const batch *b, int32_t br, uint64_t seed)
 {
-    const int32_t br = attn_block_rows(period), t = b->n_rows;
+    const int32_t t = b->n_rows;
     float *q = malloc((size_t)t * Q_DIM * sizeof *q);
     float *k = malloc((size_t)t * KV_DIM * sizeof *k);
     float *v = malloc((size_t)t * KV_DIM * sizeof *v);
@@ -188,8 +189,8 @@ static void check_batch(const batch *b, int32_t period, uint64_t seed)
                 const float got = out[(size_t)r * Q_DIM + i];
                 const double want = ref[(size_t)r * Q_DIM + i];
                 if (padding ? got != 0.0f : !(fabs(got - want) <= 1e-5))
-                    fail_msg("%s, period %d: row %d [%d] = %.9g, reference %.9g",
-                             dense ? "dense" : "segment", period, r, i, got, want);
+                    fail_msg("%s, blocks of %d: row %d [%d] = %.9g, reference %.9g",
+                             dense ? "dense" : "segment", br, r, i, got, want);
             }
         }
     }
@@ -203,13 +204,16 @@ static void check_batch(const batch *b, int32_t period, uint64_t seed)
     free(ref);
 }
 
-/* At a period of 1 (no padding) and of 48 (much padding). */
+/* Packed tightly in the engine's blocks, and with rows between segments
+ * in blocks of another size. */
 static void check_all(int32_t prefix, int32_t cached, const int32_t *lens, int32_t n)
 {
-    const int32_t periods[] = {1, 48};
-    for (size_t p = 0; p < sizeof periods / sizeof *periods; p++) {
-        const batch b = make_batch(periods[p], prefix, cached, lens, n);
-        check_batch(&b, periods[p], 7 + p);
+    const struct {
+        int32_t align, block_rows;
+    } runs[] = {{1, ATTN_BLOCK_ROWS}, {48, 144}};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        const batch b = make_batch(runs[i].align, prefix, cached, lens, n);
+        check_batch(&b, runs[i].block_rows, 7 + i);
     }
 }
 

@@ -1,7 +1,7 @@
 /*
  * test_attention_plan.c — the attention planner (attention_plan.c) on the
  * layouts the scoring algorithms build and on hand-made edge cases: blocks
- * cover every row once and start at multiples of the row period, pieces
+ * cover every row once and start at multiples of the layout's alignment, pieces
  * cover every prefix and segment row once and never cross a segment, short
  * segments are grouped and long ones cut, padding rows are in no piece, the
  * scratch holds what any block needs (cached rows included), the dense mode's
@@ -19,43 +19,50 @@
 #include <string.h>
 
 #include "attention_plan.h"
-#include "blas_probe.h"
 
 #define HEAD_DIM   16
 #define MAX_SEGS   400
 #define MAX_ROWS   (1 << 16)
 #define NO_SEGMENT (-1)
 
-/* A layout as score.c builds it: prefix rows, then segments each starting
- * at a multiple of the period, padding after each up to the next multiple. */
+/* A layout: prefix rows, then segments each starting at a multiple of
+ * align (1: packed as score.c builds them; more: rows between the segments
+ * that belong to none). */
 typedef struct {
-    int32_t period;
+    int32_t align;
     int32_t prefix;
     int32_t n_segs;
     int32_t begin[MAX_SEGS], end[MAX_SEGS];
     int32_t n_rows;
 } layout_spec;
 
-static int32_t padded(int32_t n, int32_t period)
+static int32_t padded(int32_t n, int32_t align)
 {
-    return (n + period - 1) / period * period;
+    return (n + align - 1) / align * align;
+}
+
+/* Block rows for a layout: the smallest multiple of align from
+ * ATTN_BLOCK_ROWS, so that blocks of every size come up. */
+static int32_t block_rows_for(int32_t align)
+{
+    return padded(ATTN_BLOCK_ROWS, align);
 }
 
 /* Segments of the given lengths after a prefix of `prefix` rows. */
-static void make_layout(layout_spec *s, int32_t period, int32_t prefix, const int32_t *lens,
+static void make_layout(layout_spec *s, int32_t align, int32_t prefix, const int32_t *lens,
                         int32_t n)
 {
     assert_true(n <= MAX_SEGS);
-    s->period = period;
+    s->align = align;
     s->prefix = prefix;
     s->n_segs = n;
-    int32_t row = padded(prefix, period);
+    int32_t row = padded(prefix, align);
     for (int32_t i = 0; i < n; i++) {
         s->begin[i] = row;
         s->end[i] = row + lens[i];
-        row = padded(s->end[i], period);
+        row = padded(s->end[i], align);
     }
-    s->n_rows = row > 0 ? row : period;
+    s->n_rows = row > 0 ? row : align;
     assert_true(s->n_rows <= MAX_ROWS);
 }
 
@@ -72,7 +79,7 @@ static attn_layout as_layout(const layout_spec *s, bool dense)
 static attn_plan *plan_of(const layout_spec *s, bool dense, int32_t cached)
 {
     attn_layout l = as_layout(s, dense);
-    attn_geometry geo = {4, 2, HEAD_DIM, attn_block_rows(s->period), NULL};
+    attn_geometry geo = {4, 2, HEAD_DIM, block_rows_for(s->align), NULL};
     attn_plan *p = (attn_plan *)1;
     lms_error err = {0};
     if (attn_plan_create(&l, &geo, cached, &p, &err) != LMS_OK)
@@ -129,8 +136,7 @@ static void check_segment_plan(const attn_plan *p, const layout_spec *s, int32_t
             assert_int_equal(b->r0, p->blocks[bi - 1].r1);
             assert_int_equal(b->first_piece, p->blocks[bi - 1].end_piece);
         }
-        if (b->r0 % s->period)
-            fail_msg("block %d starts at row %d, period %d", bi, b->r0, s->period);
+        if (b->r0 % s->align) fail_msg("block %d starts at row %d, align %d", bi, b->r0, s->align);
         assert_true(b->r1 > b->r0);
         if (b->r1 - b->r0 > max_rows) max_rows = b->r1 - b->r0;
         assert_true(b->end_piece > b->first_piece); /* no block of padding alone */
@@ -261,13 +267,13 @@ static uint64_t next_rand(uint64_t *state)
     return *state >> 33;
 }
 
-/* Edge cases around block_rows (attn_block_rows: 128 at periods 1 and 2, 132 at 12, 144 at 48). */
+/* Edge cases around block_rows (block_rows_for: 128 at aligns 1 and 2, 132 at 12, 144 at 48). */
 static void test_edges_of_a_block(void **state)
 {
     (void)state;
-    const int32_t periods[] = {1, 2, 12, 48};
-    for (size_t pi = 0; pi < sizeof periods / sizeof *periods; pi++) {
-        const int32_t p = periods[pi], br = attn_block_rows(p);
+    const int32_t aligns[] = {1, 2, 12, 48};
+    for (size_t pi = 0; pi < sizeof aligns / sizeof *aligns; pi++) {
+        const int32_t p = aligns[pi], br = block_rows_for(p);
         layout_spec s;
         const int32_t one[] = {1};
         const int32_t lens[][3] = {
@@ -291,17 +297,17 @@ static void test_edges_of_a_block(void **state)
     }
 }
 
-/* Random layouts of the three algorithms' shapes at several periods: a
+/* Random layouts of the three algorithms' shapes at several aligns: a
  * packed request (prefix + items), an extend batch (cached prefix, items
  * from row 0), and independent sequences. */
 static void test_random_layouts(void **state)
 {
     (void)state;
     uint64_t rng = 42;
-    const int32_t periods[] = {1, 2, 4, 12, 48};
+    const int32_t aligns[] = {1, 2, 4, 12, 48};
     int32_t lens[MAX_SEGS];
     for (int round = 0; round < 300; round++) {
-        const int32_t p = periods[round % 5];
+        const int32_t p = aligns[round % 5];
         const int32_t n = 1 + (int32_t)(next_rand(&rng) % 60);
         /* mostly short items, some longer than a block */
         const int32_t longest = next_rand(&rng) % 4 == 0 ? 1000 : 40;

@@ -2,9 +2,10 @@
  * test_lm_head.c — the LM head's label log-probs against a double-precision
  * reference, and its exactness promises: a row's result is bit for bit the
  * same alone or among other rows (in any order, across chunk boundaries) and
- * with one thread or several. Synthetic heads with awkward shapes: widths
- * that are not a multiple of the 16 lanes, vocabularies that end in a short
- * block, labels on block edges.
+ * with one thread or several, on each compute tier (tier_fixture.h).
+ * Synthetic f32 heads with awkward shapes: widths that are not a multiple
+ * of a vector, vocabularies that end in a short block and a short panel,
+ * labels on block edges.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,11 +17,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "lm_head.h"
+#include "tier_fixture.h"
+#include "weights_pack.h"
+
+/* The tier under test (main). */
+static matmul_config mm;
 
 typedef struct {
     lms_model model;
-    lms_weights head;    /* the output matrix, f32 */
+    lms_weights head;    /* the output matrix w, packed as F32 */
+    void *head_buffer;   /* its data */
     float *norm, *w, *x; /* x: n_rows × d hidden states */
     int32_t n_rows;
 } head_fixture;
@@ -53,11 +61,17 @@ static void fixture_make(head_fixture *f, int32_t d, int32_t vocab, int32_t n_ro
     for (size_t i = 0; i < (size_t)n_rows * d; i++)
         f->x[i] = uniform(-2.0f, 2.0f);
     f->model.output_norm = f->norm;
-    f->head = (lms_weights){.format = LMS_WEIGHTS_F32, .n = vocab, .k = d, .f32 = f->w};
+    lms_error err = {0};
+    assert_int_equal(lms_weights_alloc(&f->head, LMS_DTYPE_F32, LMS_WEIGHTS_F32, vocab, d,
+                                       &f->head_buffer, &err),
+                     LMS_OK);
+    const lms_pack_job job = {LMS_DTYPE_F32, f->w, &f->head, false};
+    assert_int_equal(lms_pack_run(&job, 1, NULL, &err), LMS_OK);
 }
 
 static void fixture_free(head_fixture *f)
 {
+    lms_free(f->head_buffer);
     free(f->norm);
     free(f->w);
     free(f->x);
@@ -96,7 +110,7 @@ static float *score(const head_fixture *f, const int32_t *rows, int32_t n, const
     float *out = malloc((size_t)n * n_labels * sizeof(float));
     assert_non_null(out);
     lms_error err;
-    lms_status st = lm_head_label_logprobs(&f->model, &f->head, NULL, f->x, rows, n, labels,
+    lms_status st = lm_head_label_logprobs(&f->model, &f->head, &mm, f->x, rows, n, labels,
                                            n_labels, out, &err);
     if (st != LMS_OK) fail_msg("lm_head_label_logprobs: %s", err.msg);
     return out;
@@ -185,5 +199,13 @@ int main(void)
         cmocka_unit_test(test_row_isolation),
         cmocka_unit_test(test_thread_count_independent),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    const compute_tier *tiers[FIXTURE_MAX_TIERS];
+    const int n_tiers = fixture_tiers(tiers);
+    int failed = 0;
+    for (int t = 0; t < n_tiers; t++) {
+        mm.tier = tiers[t];
+        print_message("tier %s\n", tiers[t]->name);
+        failed += cmocka_run_group_tests(tests, NULL, NULL);
+    }
+    return failed;
 }

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <omp.h>
+
 #include "alloc.h"
 #include "matmul.h"
 #include "tier_fixture.h"
@@ -75,6 +77,7 @@ static void test_kernels_are_the_reference(void **state)
         lms_weights_format format;
         int32_t k;
     } cases[] = {
+        {LMS_DTYPE_F32, LMS_WEIGHTS_F32, 70},  {LMS_DTYPE_Q4_K, LMS_WEIGHTS_F32, 512},
         {LMS_DTYPE_F16, LMS_WEIGHTS_F16, 70},  {LMS_DTYPE_F32, LMS_WEIGHTS_BF16, 70},
         {LMS_DTYPE_F32, LMS_WEIGHTS_Q8, 70},   {LMS_DTYPE_Q4_0, LMS_WEIGHTS_Q8, 512},
         {LMS_DTYPE_Q4_1, LMS_WEIGHTS_Q8, 512}, {LMS_DTYPE_Q4_K, LMS_WEIGHTS_Q8, 512},
@@ -212,6 +215,55 @@ static void test_many_products_equal_single_calls(void **state)
     free(one);
 }
 
+/* The tile grid follows the thread count (matmul.c); a row's result does
+ * not: q, k and v of a 600-row batch, and a down projection accumulated,
+ * at 1, 2, 3 and 16 threads, give the same bits in every format the tier
+ * multiplies. */
+static void test_grid_does_not_change_a_row(void **state)
+{
+    (void)state;
+    enum { ROWS = 600, K = 256, N = 160 };
+    const lms_weights_format formats[] = {LMS_WEIGHTS_F32, LMS_WEIGHTS_BF16, LMS_WEIGHTS_Q8};
+    const int threads[] = {1, 2, 3, 16};
+    uint64_t seed = 23;
+    float *v = malloc((size_t)N * K * sizeof *v), *x = malloc((size_t)ROWS * K * sizeof *x);
+    float *first = malloc((size_t)ROWS * N * sizeof *first),
+          *y = malloc((size_t)ROWS * N * sizeof *y);
+    matmul_scratch *s = matmul_scratch_create(ROWS, K);
+    assert_true(v && x && first && y && s);
+    for (size_t i = 0; i < (size_t)N * K; i++)
+        v[i] = uniform(&seed);
+    for (size_t i = 0; i < (size_t)ROWS * K; i++)
+        x[i] = uniform(&seed);
+    unsigned char *src = store(LMS_DTYPE_F32, v, N, K);
+    const int saved = omp_get_max_threads();
+    for (int ti = 0; ti < n_tiers; ti++)
+        for (size_t f = 0; f < sizeof formats / sizeof *formats; f++) {
+            if (!compute_tier_multiplies(tiers[ti].tier, formats[f])) continue;
+            void *buffer;
+            const lms_weights w = pack(LMS_DTYPE_F32, src, formats[f], N, K, &buffer);
+            for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
+                omp_set_num_threads(threads[t]);
+                float *out = t ? y : first;
+                for (size_t i = 0; i < (size_t)ROWS * N; i++)
+                    out[i] = (float)(i % 7);
+                const matmul_product p[] = {{&w, out, KERNEL_ACCUMULATE}};
+                matmul_many(&tiers[ti], p, 1, x, ROWS, s);
+                if (t && memcmp(first, y, (size_t)ROWS * N * sizeof *y))
+                    fail_msg("%s on %s: %d threads differ from one",
+                             lms_weights_format_name(formats[f]), tiers[ti].tier->name, threads[t]);
+            }
+            lms_free(buffer);
+        }
+    omp_set_num_threads(saved);
+    matmul_scratch_free(s);
+    free(src);
+    free(v);
+    free(x);
+    free(first);
+    free(y);
+}
+
 /* The activation quantiser on every tier against its definition
  * (kernels.h), with zeros, NaN, huge values and a short last block. */
 static void test_quantiser(void **state)
@@ -292,10 +344,11 @@ int main(void)
     const compute_tier *found[FIXTURE_MAX_TIERS];
     n_tiers = fixture_tiers(found);
     for (int i = 0; i < n_tiers; i++)
-        tiers[i] = (matmul_config){found[i], 8};
+        tiers[i] = (matmul_config){found[i]};
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kernels_are_the_reference),
         cmocka_unit_test(test_many_products_equal_single_calls),
+        cmocka_unit_test(test_grid_does_not_change_a_row),
         cmocka_unit_test(test_quantiser),
         cmocka_unit_test(test_quantiser_precision),
     };

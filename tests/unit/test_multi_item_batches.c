@@ -36,7 +36,7 @@ static lms_score_result score_counting(lms_engine *e, const lms_score_request *r
 }
 
 /* A 64-token budget against a 45-token query: a few items per pack or extend
- * batch at any row period, so 48 items take at least three of each. */
+ * batch, so 48 items take at least three of each. */
 static void test_deterministic_and_chunked(void **state)
 {
     (void)state;

@@ -37,7 +37,6 @@ static lms_algorithm pick(int32_t q, int32_t n, int32_t l, bool cached, int32_t 
     selector_input in = {.prefix_len = q,
                          .n_items = n,
                          .item_len = lens,
-                         .row_period = 12,
                          .max_packed_tokens = 8192,
                          .dense_mask_max_tokens = dense_max,
                          .prefix_cached = cached};
