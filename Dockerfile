@@ -3,7 +3,7 @@
 # the shared libraries they load (tests/packaging/test_dockerfile.py checks the
 # list against the binaries' NEEDED entries), run as a non-root user.
 #   make image                       # podman build --format docker -t lmscore:0.1.0 .
-#   docker run --rm -p 50051:50051 lmscore:0.1.0
+#   docker run --rm -p 50051:50051 -p 9464:9464 lmscore:0.1.0   # gRPC, /metrics
 # Serve another model: mount it and set LMSCORE_MODEL (see docs/deployment.md).
 # Where TLS to the npm registry is intercepted, the build stage needs the
 # proxy's CA: --build-arg EXTRA_CA_PEM="$(cat proxy-ca.pem)" (make image EXTRA_CA=FILE).
@@ -32,12 +32,12 @@ RUN apt-get update \
         libgrpc29 \
         libjson-c5 \
         libmicrohttpd12 \
-        libopenblas0-openmp \
         libpcre2-8-0 \
         libprotobuf-c1 \
         libssl3 \
         libsystemd0 \
         libutf8proc2 \
+    && apt-get clean \
     && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system --gid 10001 lmscore \
     && useradd --system --uid 10001 --gid lmscore --no-create-home \
@@ -47,10 +47,12 @@ COPY --from=build /src/build/clients/c/lmscore /usr/bin/lmscore
 COPY --from=build /src/build/models/tiny-qwen3.gguf /usr/share/lmscore/models/tiny-qwen3.gguf
 ENV LMSCORE_MODEL=/usr/share/lmscore/models/tiny-qwen3.gguf \
     LMSCORE_LISTEN=0.0.0.0:50051 \
+    LMSCORE_METRICS_LISTEN=0.0.0.0:9464 \
     LMSCORE_TARGET=127.0.0.1:50051
 # Numeric, so that Kubernetes' runAsNonRoot can verify it.
 USER 10001:10001
-EXPOSE 50051
+# gRPC, and Prometheus /metrics
+EXPOSE 50051 9464
 HEALTHCHECK --interval=10s --timeout=5s --start-period=120s --retries=3 \
     CMD ["/usr/bin/lmscore", "health", "--timeout", "3"]
 ENTRYPOINT ["/usr/bin/lmscored"]

@@ -134,8 +134,11 @@ def test_runtime_runs_as_a_numeric_non_root_user(runtime):
     assert uid.isdigit() and int(uid) != 0
 
 
-def test_runtime_exposes_grpc_and_checks_health(runtime):
-    assert instructions(runtime, "EXPOSE") == ["50051"]
+def test_runtime_exposes_grpc_and_metrics_and_checks_health(runtime):
+    assert instructions(runtime, "EXPOSE") == ["50051 9464"]
+    env = env_of(runtime)
+    assert env["LMSCORE_LISTEN"] == "0.0.0.0:50051"
+    assert env["LMSCORE_METRICS_LISTEN"] == "0.0.0.0:9464"
     (health,) = instructions(runtime, "HEALTHCHECK")
     cmd = health[health.index("CMD"):]
     assert '"/usr/bin/lmscore", "health"' in cmd
@@ -147,6 +150,16 @@ def test_runtime_installs_no_development_packages(runtime):
     assert packages
     assert not [p for p in packages if p.endswith("-dev")]
     assert "--no-install-recommends" in " ".join(instructions(runtime, "RUN"))
+
+
+def test_runtime_keeps_no_apt_caches(runtime):
+    # what apt downloads and indexes (the package lists, pkgcache.bin and
+    # srcpkgcache.bin, the .debs: some 90 MB) must not stay in the layer,
+    # whatever the base image's apt configuration
+    (install,) = [r for r in instructions(runtime, "RUN") if "apt-get install" in r]
+    steps = [c.strip() for c in install.split("&&")]
+    at = next(i for i, c in enumerate(steps) if c.startswith("apt-get install"))
+    assert "apt-get clean" in steps[at:] and "rm -rf /var/lib/apt/lists/*" in steps[at:]
 
 
 def test_runtime_copies_daemon_cli_and_model(runtime, build_dir):

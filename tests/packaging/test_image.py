@@ -9,17 +9,21 @@ under the build tree), the runtime stage's packages from Debian's archive.
 The container then runs as the image's non-root user with a read-only root,
 no capabilities and no new privileges: `lmscore health` inside it and the
 image's own HEALTHCHECK say SERVING, a Score call from the host is answered,
-and SIGTERM ends it with status 0.
+/metrics is served (the image turns it on, port 9464), and SIGTERM ends it
+with status 0. The image keeps no apt caches, and its size less the two
+binaries stays within IMAGE_BUDGET_BYTES (docs/deployment.md#docker).
 
 Skipped, with the reason, where podman is missing, the base images cannot be
 made (no root, no debootstrap) or podman cannot start a container here."""
 
+import json
 import os
 import re
 import shutil
 import socket
 import subprocess
 import time
+import urllib.request
 import uuid
 
 import pytest
@@ -27,6 +31,10 @@ import pytest
 from conftest import SOURCE_DIR
 
 TAG = "localhost/lmscore:packaging-test"
+# The base image, the runtime libraries and the demo model: 153 MB with the
+# base images of scripts/debian-base-images.sh. The binaries are left out of
+# the count: a sanitizer test build's are several times the release ones.
+IMAGE_BUDGET_BYTES = 170_000_000
 
 
 def sh(*argv, timeout=600, check=True):
@@ -65,10 +73,14 @@ def image(podman_options, build_dir, tmp_path_factory):
     sh("podman", "build", *podman_options, "--format", "docker", "--pull=never",
        "--network", "host", "--build-context", f"build={stage}", "--tag", TAG, SOURCE_DIR,
        timeout=900)
-    size = int(sh("podman", "image", "inspect", TAG, "--format", "{{.Size}}").stdout)
+    size = image_size(TAG)
     print(f"image {TAG}: {size / 1e6:.0f} MB, built in {time.monotonic() - t0:.0f} s")
     yield TAG
     sh("podman", "rmi", "--force", TAG, check=False)
+
+
+def image_size(tag):
+    return int(sh("podman", "image", "inspect", tag, "--format", "{{.Size}}").stdout)
 
 
 def logs(name):
@@ -87,9 +99,12 @@ def container(image, podman_options, build_dir):
     """(name, target) of the image running hardened, on the host's network."""
     name = f"lmscore-test-{uuid.uuid4().hex[:8]}"
     target = f"127.0.0.1:{free_port()}"
+    # on the host's network the image's ports could be taken: free ones instead
+    metrics = f"127.0.0.1:{free_port()}"
     sh("podman", "run", *podman_options, "--detach", "--name", name, "--network", "host",
        "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
        "--env", f"LMSCORE_LISTEN={target}", "--env", f"LMSCORE_TARGET={target}",
+       "--env", f"LMSCORE_METRICS_LISTEN={metrics}",
        # a sanitizer build's leak check needs ptrace, which the container drops
        "--env", "ASAN_OPTIONS=detect_leaks=0", image)
     try:
@@ -100,7 +115,7 @@ def container(image, podman_options, build_dir):
             assert running.strip() == "true", f"the container exited:\n{logs(name)}"
             assert time.monotonic() < deadline, f"never SERVING:\n{logs(name)}"
             time.sleep(0.5)
-        yield name, target
+        yield name, target, metrics
     finally:
         sh("podman", "rm", "--force", "--time", "0", name, check=False)
 
@@ -113,8 +128,30 @@ def test_image_runs_as_its_non_root_user_with_the_healthcheck(image):
     assert '"/usr/bin/lmscore","health"' in health, "the HEALTHCHECK was dropped (--format?)"
 
 
+def test_image_serves_grpc_and_metrics_by_default(image):
+    config = sh("podman", "image", "inspect", image, "--format",
+                "{{json .Config.ExposedPorts}} {{json .Config.Env}}").stdout
+    ports, env = config.split(" ", 1)
+    assert set(json.loads(ports)) == {"50051/tcp", "9464/tcp"}
+    assert "LMSCORE_METRICS_LISTEN=0.0.0.0:9464" in json.loads(env)
+    assert "LMSCORE_LISTEN=0.0.0.0:50051" in json.loads(env)
+
+
+def test_image_keeps_no_apt_caches_and_stays_small(image, podman_options, build_dir):
+    listed = sh("podman", "run", *podman_options, "--rm", "--network", "none", "--entrypoint",
+                "sh", image, "-c",
+                "ls /var/cache/apt/*.bin /var/cache/apt/archives/*.deb /var/lib/apt/lists/* "
+                "2>/dev/null; true").stdout
+    assert listed == "", f"apt left in the image:\n{listed}"
+    binaries = sum(os.path.getsize(os.path.join(build_dir, p))
+                   for p in ("service/lmscored", "clients/c/lmscore"))
+    rest = image_size(image) - binaries
+    assert rest <= IMAGE_BUDGET_BYTES, \
+        f"the image less its binaries is {rest / 1e6:.0f} MB (budget {IMAGE_BUDGET_BYTES / 1e6:.0f})"
+
+
 def test_health_inside_the_container(container):
-    name, _ = container
+    name, _, _ = container
     assert sh("podman", "exec", name, "/usr/bin/lmscore", "health").stdout.strip() == "SERVING"
     assert sh("podman", "exec", name, "id", "-u").stdout.strip() == "10001"
     # the image's own HEALTHCHECK command, as the engine runs it
@@ -122,13 +159,13 @@ def test_health_inside_the_container(container):
 
 
 def test_root_is_read_only(container):
-    name, _ = container
+    name, _, _ = container
     wrote = sh("podman", "exec", name, "sh", "-c", "echo x > /usr/share/x", check=False)
     assert wrote.returncode != 0 and "Read-only file system" in wrote.stderr
 
 
 def test_score_from_the_host(container, build_dir):
-    _, target = container
+    _, target, _ = container
     out = sh(os.path.join(build_dir, "clients", "c", "lmscore"), "score", "--target", target,
              "--query", "Is this review positive?", "--item", " Great phone",
              "--item", " Broke in a day", "--label", " yes", "--label", " no").stdout
@@ -137,8 +174,15 @@ def test_score_from_the_host(container, build_dir):
     assert all(0 < float(x) <= 1 for r in rows for x in r[1:])
 
 
+def test_metrics_from_the_host(container):
+    _, _, metrics = container
+    with urllib.request.urlopen(f"http://{metrics}/metrics", timeout=30) as resp:
+        body = resp.read().decode()
+    assert "lmscore_serving 1\n" in body and "process_start_time_seconds " in body
+
+
 def test_sigterm_exits_cleanly(container):
-    name, _ = container
+    name, _, _ = container
     sh("podman", "stop", "--time", "60", name, timeout=120)
     state = sh("podman", "inspect", name, "--format", "{{.State.ExitCode}}").stdout.strip()
     log = logs(name)
