@@ -16,13 +16,14 @@
  *   Q8:     acc = 0; per block b in order:
  *             per half h in order when the matrix has sub-scales per half
  *             block (16 k values), else once over the whole block:
- *               d   = exact integer sum of code_w · (128 · hi_x + lo_x)
+ *               d   = exact integer sum of code_w · code_x
  *               acc = fma((float)d, s_w · scale_x[b], acc)
  *             then, when the matrix has offsets:
  *               acc = fma(o_w, sum_x[b], acc)
- *             with s_w = D · sc, o_w = M · m (weights.h; exact products)
- *             and sum_x = scale_x · (float)(the block's exact sum of
- *             128 · hi_x + lo_x), one f32 product (q8_act_row.sum)
+ *             with s_w = D · sc, o_w = M · m (weights.h; exact products),
+ *             code_x = hi_x with one code per value and 128 · hi_x + lo_x
+ *             with two, and sum_x = scale_x · (float)(the block's exact sum
+ *             of code_x), one f32 product (q8_act_row.sum)
  *           then y = acc, or y = y + acc when accumulating
  *
  * so the tiers give the same bits and a row's result depends on nothing
@@ -44,19 +45,20 @@ typedef enum {
     KERNEL_RESUME,     /* acc starts at y: the chain of an earlier call goes on */
 } kernel_mode;
 
-/* One row of x, quantised for Q8 weights: per block of LMS_Q8_BLOCK values,
- * two signed codes per value, hi and lo, with x ≈ (128 · hi + lo) · scale:
- * hi to within half a step of the block's largest magnitude over 127, lo
- * the rest to within 1/256 of that step (15 bits of the value in all). */
+/* One row of x, quantised for Q8 weights: per block of LMS_Q8_BLOCK values
+ * a signed code hi per value, x ≈ hi · scale, hi to within half a step of
+ * the block's largest magnitude over 127 (precision int8: ggml's Q8_0
+ * activations); or two, hi and lo, x ≈ (128 · hi + lo) · scale, lo the
+ * rest to within 1/256 of that step (precision int8x2: 15 bits). */
 typedef struct {
-    const int8_t *codes; /* [blocks × 2 × LMS_Q8_BLOCK]: a block's hi codes, then its lo */
+    const int8_t *codes; /* [blocks × codes × LMS_Q8_BLOCK]: a block's hi codes (then its lo) */
     const float *scale;  /* [blocks] */
-    const int32_t *comp; /* [blocks × 2]: -128 × the sum of 128 · hi + lo over each half
-                          * block, values 0-15 and 16-31 (for u8·s8 dot products) */
-    const float *sum;    /* [blocks]: scale · the block's sum of 128 · hi + lo (x's block
-                          * sum as quantised), for matrices with offsets */
-    const int16_t *wide; /* [blocks × LMS_Q8_BLOCK]: 128 · hi + lo, for the kernels that
-                          * multiply 16-bit words (q8_kernels.wide); else NULL */
+    const int32_t *comp; /* [blocks × 2]: -128 × the sum of code_x over each half block,
+                          * values 0-15 and 16-31 (for u8·s8 dot products) */
+    const float *sum;    /* [blocks]: scale · the block's sum of code_x (x's block sum as
+                          * quantised), for matrices with offsets */
+    const int16_t *wide; /* [blocks × LMS_Q8_BLOCK]: 128 · hi + lo, for the two-code kernels
+                          * that multiply 16-bit words (q8_kernels.wide); else NULL */
 } q8_act_row;
 
 /* One panel of a Q8 matrix (weights.h), each array at the panel's first
@@ -91,8 +93,9 @@ typedef void q8_kernel_fn(const q8_act_row *x, int32_t blocks, const q8_panel *w
 /* One row of x into q8_act_row blocks (the last block's missing values are
  * zeros): amax = the block's largest |x| (NaN skipped), d = amax / 127,
  * id = d ? 1/d : 0;
- *   hi = rne(clamp(x · id, -127, 127)), r = x - hi · d (no fma),
- *   lo = rne(clamp(r · (id · 128), -127, 127)),
+ *   hi = rne(clamp(x · id, -127, 127))
+ * and with one code scale = d, comp = -128 × Σ hi per half block; with two
+ *   r = x - hi · d (no fma), lo = rne(clamp(r · (id · 128), -127, 127)),
  *   scale = d · 2^-7, comp = -128 × Σ (128 · hi + lo) per half block
  * (rne: round to nearest even; a NaN clamps to -127). */
 typedef void q8_quantize_fn(const float *x, int32_t k, int32_t blocks, int8_t *codes, float *scales,

@@ -60,13 +60,36 @@ INLINE __m256 widen_i8(const int8_t *p)
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
 }
 
-/* Per row, the exact sums of code_w · (128 · hi + lo) over groups [g0, g1)
- * of a block, for the 8 columns of a slice in column order (wb: the
- * slice's codes in the block; x's wide codes at offset xo of each row). */
-INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, size_t xo, int g0, int g1,
+/* Per row, the exact sums of code_w · x_code over groups [g0, g1) of block
+ * b, for the 8 columns of a slice in column order (wb: the slice's codes
+ * in the block). Two codes: x_code = 128 · hi + lo, as 16-bit words
+ * (vpmaddwd against the widened weights, 2 columns' halves per lane, put
+ * back in column order). One code: x_code = hi, vpmaddubsw of |code_w|
+ * with hi signed by code_w (|code_w| ≤ 128 and |hi| ≤ 127: no
+ * saturation), vpmaddwd by ones: a column's 4 products per lane. */
+INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, int32_t b, int g0, int g1, int codes,
                     __m256i sums[Q8_R])
 {
     const __m256i flip = _mm256_set1_epi8((char)0x80);
+    if (codes == 1) {
+        const __m256i ones = _mm256_set1_epi16(1);
+        UNROLL for (int i = 0; i < Q8_R; i++) sums[i] = _mm256_setzero_si256();
+        UNROLL for (int g = g0; g < g1; g++)
+        {
+            const __m256i w = _mm256_xor_si256(
+                _mm256_loadu_si256((const __m256i *)(wb + g * 4 * LMS_PANEL)), flip);
+            const __m256i w_abs = _mm256_abs_epi8(w);
+            UNROLL for (int i = 0; i < Q8_R; i++)
+            {
+                int32_t quad;
+                memcpy(&quad, x[i].codes + (size_t)b * LMS_Q8_BLOCK + 4 * g, sizeof quad);
+                const __m256i xs = _mm256_sign_epi8(_mm256_set1_epi32(quad), w);
+                sums[i] = _mm256_add_epi32(
+                    sums[i], _mm256_madd_epi16(_mm256_maddubs_epi16(w_abs, xs), ones));
+            }
+        }
+        return;
+    }
     __m256i lo[Q8_R], hi[Q8_R]; /* columns 0-3 and 4-7 of the slice, per k pair */
     UNROLL for (int i = 0; i < Q8_R; i++) lo[i] = hi[i] = _mm256_setzero_si256();
     UNROLL for (int g = g0; g < g1; g++)
@@ -79,7 +102,7 @@ INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, size_t xo, int g0, i
         {
             /* the 4 values' 15-bit codes 128 · hi + lo, as 16-bit words */
             int64_t quad;
-            memcpy(&quad, x[i].wide + xo + 4 * g, sizeof quad);
+            memcpy(&quad, x[i].wide + (size_t)b * LMS_Q8_BLOCK + 4 * g, sizeof quad);
             const __m256i xb = _mm256_set1_epi64x(quad);
             lo[i] = _mm256_add_epi32(lo[i], _mm256_madd_epi16(w_lo, xb));
             hi[i] = _mm256_add_epi32(hi[i], _mm256_madd_epi16(w_hi, xb));
@@ -94,17 +117,18 @@ INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, size_t xo, int g0, i
  * slice's sub-scales for them, or NULL for 1): acc = fma(sum, s ·
  * scale_x[b], acc) per row. */
 INLINE void q8_part(__m256 acc[Q8_R], const q8_act_row *x, int32_t b, const uint8_t *wb, int g0,
-                    int g1, __m256 d, const int8_t *sc)
+                    int g1, int codes, __m256 d, const int8_t *sc)
 {
     __m256i sums[Q8_R];
-    q8_sums(x, wb, (size_t)b * LMS_Q8_BLOCK, g0, g1, sums);
+    q8_sums(x, wb, b, g0, g1, codes, sums);
     const __m256 s = sc ? _mm256_mul_ps(d, widen_i8(sc)) : d;
     UNROLL for (int i = 0; i < Q8_R; i++) acc[i] = _mm256_fmadd_ps(
         _mm256_cvtepi32_ps(sums[i]), _mm256_mul_ps(s, _mm256_set1_ps(x[i].scale[b])), acc[i]);
 }
 
-static void q8_kernel_avx2(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y,
-                           size_t ldy, int32_t n_rows, int32_t n_cols, kernel_mode mode)
+/* kernels.h's Q8 sequence with codes (1 or 2) codes per activation value. */
+INLINE void q8_kernel(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y, size_t ldy,
+                      int32_t n_rows, int32_t n_cols, kernel_mode mode, int codes)
 {
     for (int slice = 0; slice < LMS_PANEL / 8; slice++) {
         __m256 acc[Q8_R];
@@ -115,10 +139,10 @@ static void q8_kernel_avx2(const q8_act_row *x, int32_t blocks, const q8_panel *
             const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w->scale + group)));
             if (w->halves == 2) {
                 const int8_t *sc = w->sub_scale + (size_t)b * 2 * LMS_PANEL + 8 * slice;
-                q8_part(acc, x, b, wb, 0, 4, d, sc);
-                q8_part(acc, x, b, wb, 4, 8, d, sc + LMS_PANEL);
+                q8_part(acc, x, b, wb, 0, 4, codes, d, sc);
+                q8_part(acc, x, b, wb, 4, 8, codes, d, sc + LMS_PANEL);
             } else {
-                q8_part(acc, x, b, wb, 0, 8, d,
+                q8_part(acc, x, b, wb, 0, 8, codes, d,
                         w->sub_scale ? w->sub_scale + (size_t)b * LMS_PANEL + 8 * slice : NULL);
             }
             if (!w->offset) continue;
@@ -137,8 +161,9 @@ static void q8_kernel_avx2(const q8_act_row *x, int32_t blocks, const q8_panel *
     }
 }
 
-static void q8_quantize_avx2(const float *x, int32_t k, int32_t blocks, int8_t *codes,
-                             float *scales, int32_t *comp)
+/* kernels.h's quantiser with codes (1 or 2) codes per value. */
+INLINE void q8_quantize(const float *x, int32_t k, int32_t blocks, int8_t *codes, float *scales,
+                        int32_t *comp, int codes_per_value)
 {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
@@ -158,17 +183,21 @@ static void q8_quantize_avx2(const float *x, int32_t k, int32_t blocks, int8_t *
         const __m256 vd = _mm256_set1_ps(d), vid = _mm256_set1_ps(id);
         const __m256 vid128 = _mm256_set1_ps(id * 128.0f);
         __m256i sum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()}; /* per half */
-        int8_t *out = codes + (size_t)b * 2 * LMS_Q8_BLOCK;
+        int8_t *out = codes + (size_t)b * codes_per_value * LMS_Q8_BLOCK;
         for (int h = 0; h < 4; h++) {
             /* max(t, -127) is -127 where t is NaN */
             const __m256 t = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[h], vid), lo), hi);
             const __m256 qh = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            const __m256i qhi = _mm256_cvtps_epi32(qh);
+            store_codes(out + 8 * h, qhi);
+            if (codes_per_value == 1) {
+                sum[h / 2] = _mm256_add_epi32(sum[h / 2], qhi);
+                continue;
+            }
             const __m256 r = _mm256_sub_ps(v[h], _mm256_mul_ps(qh, vd));
             const __m256 u = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(r, vid128), lo), hi);
-            const __m256i qhi = _mm256_cvtps_epi32(qh);
             const __m256i qlo = _mm256_cvtps_epi32(
                 _mm256_round_ps(u, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-            store_codes(out + 8 * h, qhi);
             store_codes(out + LMS_Q8_BLOCK + 8 * h, qlo);
             sum[h / 2] =
                 _mm256_add_epi32(sum[h / 2], _mm256_add_epi32(_mm256_slli_epi32(qhi, 7), qlo));
@@ -180,8 +209,33 @@ static void q8_quantize_avx2(const float *x, int32_t k, int32_t blocks, int8_t *
             s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
             comp[2 * b + half] = -128 * _mm_cvtsi128_si32(s4);
         }
-        scales[b] = d * 0x1p-7f;
+        scales[b] = codes_per_value == 1 ? d : d * 0x1p-7f;
     }
 }
 
-const q8_kernels q8_kernels_avx2 = {q8_kernel_avx2, Q8_R, "avx2", q8_quantize_avx2, true};
+static void q8_kernel_avx2(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y,
+                           size_t ldy, int32_t n_rows, int32_t n_cols, kernel_mode mode)
+{
+    q8_kernel(x, blocks, w, y, ldy, n_rows, n_cols, mode, 1);
+}
+
+static void q8x2_kernel_avx2(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y,
+                             size_t ldy, int32_t n_rows, int32_t n_cols, kernel_mode mode)
+{
+    q8_kernel(x, blocks, w, y, ldy, n_rows, n_cols, mode, 2);
+}
+
+static void q8_quantize_avx2(const float *x, int32_t k, int32_t blocks, int8_t *codes,
+                             float *scales, int32_t *comp)
+{
+    q8_quantize(x, k, blocks, codes, scales, comp, 1);
+}
+
+static void q8x2_quantize_avx2(const float *x, int32_t k, int32_t blocks, int8_t *codes,
+                               float *scales, int32_t *comp)
+{
+    q8_quantize(x, k, blocks, codes, scales, comp, 2);
+}
+
+const q8_kernels q8_kernels_avx2 = {q8_kernel_avx2, Q8_R, "avx2", q8_quantize_avx2, false};
+const q8_kernels q8x2_kernels_avx2 = {q8x2_kernel_avx2, Q8_R, "avx2", q8x2_quantize_avx2, true};

@@ -62,10 +62,10 @@ INLINE __m512 widen_i8(const int8_t *p)
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
 }
 
-/* Per row, the exact sums of code_w · (128 · hi + lo) over groups [g0, g1)
- * of the block whose codes are wb (x's at offset xo of each row), comp[i]
- * the -128 × x's code sum that cancels the + 128 of the weights' codes. */
-INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, size_t xo, int g0, int g1,
+/* Per row, the exact sums of code_w · x_code over groups [g0, g1) of block
+ * b (x_code = hi with one code, 128 · hi + lo with two), comp[i] the -128
+ * × x's code sum that cancels the + 128 of the weights' codes. */
+INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, int32_t b, int g0, int g1, int codes,
                     const int32_t *comp, __m512i sums[Q8_R][2])
 {
     __m512i hi[Q8_R][2], lo[Q8_R][2];
@@ -79,13 +79,16 @@ INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, size_t xo, int g0, i
         const __m512i w1 = _mm512_loadu_si512(wb + g * 4 * LMS_PANEL + 64);
         UNROLL for (int i = 0; i < Q8_R; i++)
         {
-            const int8_t *xc = x[i].codes + xo + 4 * g;
-            int32_t quad_hi, quad_lo;
+            const int8_t *xc = x[i].codes + (size_t)b * codes * LMS_Q8_BLOCK + 4 * g;
+            int32_t quad_hi;
             memcpy(&quad_hi, xc, sizeof quad_hi);
-            memcpy(&quad_lo, xc + LMS_Q8_BLOCK, sizeof quad_lo);
-            const __m512i xh = _mm512_set1_epi32(quad_hi), xl = _mm512_set1_epi32(quad_lo);
+            const __m512i xh = _mm512_set1_epi32(quad_hi);
             hi[i][0] = _mm512_dpbusd_epi32(hi[i][0], w0, xh);
             hi[i][1] = _mm512_dpbusd_epi32(hi[i][1], w1, xh);
+            if (codes == 1) continue;
+            int32_t quad_lo;
+            memcpy(&quad_lo, xc + LMS_Q8_BLOCK, sizeof quad_lo);
+            const __m512i xl = _mm512_set1_epi32(quad_lo);
             lo[i][0] = _mm512_dpbusd_epi32(lo[i][0], w0, xl);
             lo[i][1] = _mm512_dpbusd_epi32(lo[i][1], w1, xl);
         }
@@ -93,6 +96,11 @@ INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, size_t xo, int g0, i
     UNROLL for (int i = 0; i < Q8_R; i++)
     {
         const __m512i c = _mm512_set1_epi32(comp[i]);
+        if (codes == 1) {
+            sums[i][0] = _mm512_add_epi32(hi[i][0], c);
+            sums[i][1] = _mm512_add_epi32(hi[i][1], c);
+            continue;
+        }
         sums[i][0] =
             _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi[i][0], 7), lo[i][0]), c);
         sums[i][1] =
@@ -104,10 +112,10 @@ INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, size_t xo, int g0, i
  * panel's sub-scales for them, or NULL for 1): acc = fma(sum, s ·
  * scale_x[b], acc) per row. */
 INLINE void q8_part(__m512 acc[Q8_R][2], const q8_act_row *x, int32_t b, const uint8_t *wb, int g0,
-                    int g1, const int32_t *comp, __m512 d0, __m512 d1, const int8_t *sc)
+                    int g1, int codes, const int32_t *comp, __m512 d0, __m512 d1, const int8_t *sc)
 {
     __m512i sums[Q8_R][2];
-    q8_sums(x, wb, (size_t)b * 2 * LMS_Q8_BLOCK, g0, g1, comp, sums);
+    q8_sums(x, wb, b, g0, g1, codes, comp, sums);
     if (sc) {
         d0 = _mm512_mul_ps(d0, widen_i8(sc));
         d1 = _mm512_mul_ps(d1, widen_i8(sc + 16));
@@ -122,8 +130,9 @@ INLINE void q8_part(__m512 acc[Q8_R][2], const q8_act_row *x, int32_t b, const u
     }
 }
 
-static void q8_kernel_avx512_vnni(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y,
-                                  size_t ldy, int32_t n_rows, int32_t n_cols, kernel_mode mode)
+/* kernels.h's Q8 sequence with codes (1 or 2) codes per activation value. */
+INLINE void q8_kernel(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y, size_t ldy,
+                      int32_t n_rows, int32_t n_cols, kernel_mode mode, int codes)
 {
     __m512 acc[Q8_R][2];
     UNROLL for (int i = 0; i < Q8_R; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
@@ -142,10 +151,10 @@ static void q8_kernel_avx512_vnni(const q8_act_row *x, int32_t blocks, const q8_
         }
         if (w->halves == 2) {
             const int8_t *sc = w->sub_scale + (size_t)b * 2 * LMS_PANEL;
-            q8_part(acc, x, b, wb, 0, 4, comp[0], d0, d1, sc);
-            q8_part(acc, x, b, wb, 4, 8, comp[1], d0, d1, sc + LMS_PANEL);
+            q8_part(acc, x, b, wb, 0, 4, codes, comp[0], d0, d1, sc);
+            q8_part(acc, x, b, wb, 4, 8, codes, comp[1], d0, d1, sc + LMS_PANEL);
         } else {
-            q8_part(acc, x, b, wb, 0, 8, whole, d0, d1,
+            q8_part(acc, x, b, wb, 0, 8, codes, whole, d0, d1,
                     w->sub_scale ? w->sub_scale + (size_t)b * LMS_PANEL : NULL);
         }
         if (!w->offset) continue;
@@ -166,8 +175,9 @@ static void q8_kernel_avx512_vnni(const q8_act_row *x, int32_t blocks, const q8_
         store_row(y + (size_t)i * ldy, acc[i][0], acc[i][1], n_cols, mode);
 }
 
-static void q8_quantize_avx512(const float *x, int32_t k, int32_t blocks, int8_t *codes,
-                               float *scales, int32_t *comp)
+/* kernels.h's quantiser with codes_per_value (1 or 2) codes per value. */
+INLINE void q8_quantize(const float *x, int32_t k, int32_t blocks, int8_t *codes, float *scales,
+                        int32_t *comp, int codes_per_value)
 {
     const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
     for (int32_t b = 0; b < blocks; b++) {
@@ -181,12 +191,18 @@ static void q8_quantize_avx512(const float *x, int32_t k, int32_t blocks, int8_t
         const float d = _mm512_reduce_max_ps(m) / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
         const __m512 vd = _mm512_set1_ps(d), vid = _mm512_set1_ps(id);
         const __m512 vid128 = _mm512_set1_ps(id * 128.0f);
-        int8_t *out = codes + (size_t)b * 2 * LMS_Q8_BLOCK;
+        int8_t *out = codes + (size_t)b * codes_per_value * LMS_Q8_BLOCK;
         for (int h = 0; h < 2; h++) {
             /* max(t, -127) is -127 where t is NaN */
             const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v[h], vid), lo), hi);
             const __m512 qh =
                 _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            if (codes_per_value == 1) {
+                const __m512i q = _mm512_cvtps_epi32(qh);
+                _mm_storeu_si128((__m128i *)(out + 16 * h), _mm512_cvtepi32_epi8(q));
+                comp[2 * b + h] = -128 * _mm512_reduce_add_epi32(q);
+                continue;
+            }
             const __m512 r = _mm512_sub_ps(v[h], _mm512_mul_ps(qh, vd));
             const __m512 u = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(r, vid128), lo), hi);
             const __m512i qhi = _mm512_cvtps_epi32(qh);
@@ -197,9 +213,36 @@ static void q8_quantize_avx512(const float *x, int32_t k, int32_t blocks, int8_t
             comp[2 * b + h] =
                 -128 * _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(qhi, 7), qlo));
         }
-        scales[b] = d * 0x1p-7f;
+        scales[b] = codes_per_value == 1 ? d : d * 0x1p-7f;
     }
+}
+
+static void q8_kernel_avx512_vnni(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y,
+                                  size_t ldy, int32_t n_rows, int32_t n_cols, kernel_mode mode)
+{
+    q8_kernel(x, blocks, w, y, ldy, n_rows, n_cols, mode, 1);
+}
+
+static void q8x2_kernel_avx512_vnni(const q8_act_row *x, int32_t blocks, const q8_panel *w,
+                                    float *y, size_t ldy, int32_t n_rows, int32_t n_cols,
+                                    kernel_mode mode)
+{
+    q8_kernel(x, blocks, w, y, ldy, n_rows, n_cols, mode, 2);
+}
+
+static void q8_quantize_avx512(const float *x, int32_t k, int32_t blocks, int8_t *codes,
+                               float *scales, int32_t *comp)
+{
+    q8_quantize(x, k, blocks, codes, scales, comp, 1);
+}
+
+static void q8x2_quantize_avx512(const float *x, int32_t k, int32_t blocks, int8_t *codes,
+                                 float *scales, int32_t *comp)
+{
+    q8_quantize(x, k, blocks, codes, scales, comp, 2);
 }
 
 const q8_kernels q8_kernels_avx512_vnni = {q8_kernel_avx512_vnni, Q8_R, "avx512-vnni",
                                            q8_quantize_avx512, false};
+const q8_kernels q8x2_kernels_avx512_vnni = {q8x2_kernel_avx512_vnni, Q8_R, "avx512-vnni",
+                                             q8x2_quantize_avx512, false};

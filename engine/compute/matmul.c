@@ -52,6 +52,13 @@ void matmul_scratch_free(matmul_scratch *s)
     free(s);
 }
 
+/* The tier's kernels for a Q8 matrix: with one or two codes per activation
+ * value. */
+static const q8_kernels *q8_kernels_for(const compute_tier *tier, const lms_weights *w)
+{
+    return w->x_codes == 2 ? tier->q8x2 : tier->q8;
+}
+
 /* x quantised into s (kernels.h), with the blocks' sums when with_sums. */
 static void quantize_rows(const q8_kernels *q8, const float *x, int32_t rows, int32_t k,
                           bool with_sums, matmul_scratch *s, matmul_input *in)
@@ -88,7 +95,7 @@ void matmul_prepare(const matmul_config *cfg, const lms_weights *w, const float 
 {
     *in = (matmul_input){.x = x, .rows = rows, .k = w->k};
     if (w->format == LMS_WEIGHTS_Q8)
-        quantize_rows(cfg->tier->q8, x, rows, w->k, w->offset16, s, in);
+        quantize_rows(q8_kernels_for(cfg->tier, w), x, rows, w->k, w->offset16, s, in);
 }
 
 /* F32, F16 and BF16 panels through the tier's f32 or 16-bit kernel. */
@@ -155,7 +162,7 @@ void matmul_panels(const compute_tier *tier, const lms_weights *w, const matmul_
                    kernel_mode mode)
 {
     if (w->format == LMS_WEIGHTS_Q8)
-        panels_q8(tier->q8, w, in, r0, r1, c0, c1, y, ldy, mode);
+        panels_q8(q8_kernels_for(tier, w), w, in, r0, r1, c0, c1, y, ldy, mode);
     else
         panels_dense(tier, w, in, r0, r1, c0, c1, y, ldy, mode);
 }
@@ -212,12 +219,14 @@ void matmul_many(const matmul_config *cfg, const matmul_product *p, int n, const
 {
     const int32_t k = p[0].w->k;
     matmul_input in = {.x = x, .rows = rows, .k = k};
-    bool q8 = false, sums = false;
+    const lms_weights *q8 = NULL; /* the Q8 matrices share x's quantisation (matmul.h) */
+    bool sums = false;
     for (int i = 0; i < n; i++) {
-        q8 |= p[i].w->format == LMS_WEIGHTS_Q8;
-        sums |= p[i].w->format == LMS_WEIGHTS_Q8 && p[i].w->offset16;
+        if (p[i].w->format != LMS_WEIGHTS_Q8) continue;
+        q8 = p[i].w;
+        sums |= p[i].w->offset16 != NULL;
     }
-    if (q8) quantize_rows(cfg->tier->q8, x, rows, k, sums, s, &in);
+    if (q8) quantize_rows(q8_kernels_for(cfg->tier, q8), x, rows, k, sums, s, &in);
     const grid g = grid_for(p, n, rows, omp_get_max_threads());
     const int32_t row_tiles = ceil_div(rows, g.row_tile);
     int64_t first_tile[MATMUL_MAX_PRODUCTS + 1] = {0};

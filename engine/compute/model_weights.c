@@ -21,6 +21,7 @@ static lms_weights_format asked_format(lms_precision precision, lms_dtype type)
     case LMS_PRECISION_BF16:
         return type == LMS_DTYPE_F16 ? LMS_WEIGHTS_F16 : LMS_WEIGHTS_BF16;
     case LMS_PRECISION_INT8:
+    case LMS_PRECISION_INT8X2:
         return LMS_WEIGHTS_Q8;
     case LMS_PRECISION_AUTO:
         break;
@@ -58,6 +59,7 @@ static lms_status bind(builder *b, const lms_matrix *m, lms_weights *out, lms_er
     void *buffer;
     lms_status st = lms_weights_alloc(out, m->type, format, m->n, m->k, &buffer, err);
     if (st != LMS_OK) return st;
+    out->x_codes = b->precision == LMS_PRECISION_INT8X2 ? 2 : 1;
     b->packs[b->n_packs++] = (lms_pack_job){m->type, m->data, out, b->model->file_backed};
     b->w->buffers[b->w->n_buffers++] = buffer;
     return LMS_OK;
@@ -76,7 +78,9 @@ static void describe_precision(model_weights *w, const builder *b)
     }
     const int sixteen = counts[LMS_WEIGHTS_F16] + counts[LMS_WEIGHTS_BF16];
     const int kinds = (counts[LMS_WEIGHTS_F32] > 0) + (sixteen > 0) + (counts[LMS_WEIGHTS_Q8] > 0);
-    w->precision = kinds > 1 ? "mixed" : counts[LMS_WEIGHTS_Q8] ? "int8" : sixteen ? "bf16" : "f32";
+    const char *int8 = lms_precision_name(
+        b->precision == LMS_PRECISION_INT8X2 ? LMS_PRECISION_INT8X2 : LMS_PRECISION_INT8);
+    w->precision = kinds > 1 ? "mixed" : counts[LMS_WEIGHTS_Q8] ? int8 : sixteen ? "bf16" : "f32";
     char types[64] = "";
     for (int t = 0; t <= LMS_DTYPE_Q6_K; t++)
         if (b->stored[t])

@@ -11,6 +11,7 @@
 extern const f32_kernels f32_kernels_avx512, f32_kernels_avx2, f32_kernels_generic;
 extern const w16_kernels w16_kernels_avx512, w16_kernels_avx2;
 extern const q8_kernels q8_kernels_avx512_vnni, q8_kernels_avx2;
+extern const q8_kernels q8x2_kernels_avx512_vnni, q8x2_kernels_avx2;
 
 #define ALL_FORMATS                                                                                \
     (1u << LMS_WEIGHTS_F32 | 1u << LMS_WEIGHTS_F16 | 1u << LMS_WEIGHTS_BF16 | 1u << LMS_WEIGHTS_Q8)
@@ -44,6 +45,7 @@ static const compute_tier AVX512_VNNI = {
     .f32 = &f32_kernels_avx512,
     .w16 = &w16_kernels_avx512,
     .q8 = &q8_kernels_avx512_vnni,
+    .q8x2 = &q8x2_kernels_avx512_vnni,
     .block = matmul_panels,
 };
 
@@ -56,6 +58,7 @@ static const compute_tier AVX512 = {
     .f32 = &f32_kernels_avx512,
     .w16 = &w16_kernels_avx512,
     .q8 = &q8_kernels_avx2,
+    .q8x2 = &q8x2_kernels_avx2,
     .block = matmul_panels,
 };
 
@@ -67,6 +70,7 @@ static const compute_tier AVX2 = {
     .f32 = &f32_kernels_avx2,
     .w16 = &w16_kernels_avx2,
     .q8 = &q8_kernels_avx2,
+    .q8x2 = &q8x2_kernels_avx2,
     .block = matmul_panels,
 };
 

@@ -25,7 +25,8 @@ typedef struct compute_tier {
     unsigned formats;       /* the weight formats it multiplies: bit 1 << lms_weights_format */
     const f32_kernels *f32; /* attention's products; every tier has them */
     const w16_kernels *w16; /* F16 and BF16 weights, or NULL */
-    const q8_kernels *q8;   /* Q8 weights, or NULL */
+    const q8_kernels *q8;   /* Q8 weights, one code per activation value; or NULL */
+    const q8_kernels *q8x2; /* Q8 weights, two codes per activation value; or NULL */
     matmul_block_fn *block; /* a tile of a projection */
 } compute_tier;
 

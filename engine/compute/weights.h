@@ -76,6 +76,7 @@ typedef struct {
     const int8_t *sub_scale;  /* Q8: sc [panels][blocks][halves][LMS_PANEL], or NULL */
     const int8_t *sub_offset; /* Q8: m [panels][blocks][LMS_PANEL], or NULL */
     lms_q8_layout layout;     /* Q8 */
+    int32_t x_codes;          /* Q8: codes per activation value, 1 (int8) or 2 (int8x2) */
 } lms_weights;
 
 const char *lms_weights_format_name(lms_weights_format format);

@@ -60,6 +60,7 @@ lms_status lms_weights_alloc(lms_weights *w, lms_dtype type, lms_weights_format 
     w->n = n;
     w->k = k;
     w->layout = q8_layout(type);
+    w->x_codes = 1;
     size_t bytes = lms_weights_bytes(w);
     unsigned char *data = lms_alloc(bytes);
     if (!data)

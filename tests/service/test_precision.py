@@ -139,11 +139,13 @@ def test_build_info_reports_the_precision_in_use(served):
 
 
 @pytest.mark.parametrize("args,env,message", [
-    (["--precision", "fp16"], {}, "lmscored: flag --precision: 'fp16' is not auto, f32, bf16 or int8"),
+    (["--precision", "fp16"], {}, "lmscored: flag --precision: 'fp16' is not auto, f32, bf16, int8 or int8x2"),
     ([], {"LMSCORE_PRECISION": "INT8"}, "lmscored: LMSCORE_PRECISION --precision: 'INT8' is not "
-     "auto, f32, bf16 or int8"),
-    (["--isa", "avx512"], {}, "lmscored: flag --isa: 'avx512' is not auto or avx2"),
-    ([], {"LMSCORE_ISA": "sse2"}, "lmscored: LMSCORE_ISA --isa: 'sse2' is not auto or avx2"),
+     "auto, f32, bf16, int8 or int8x2"),
+    (["--isa", "avx3"], {}, "lmscored: flag --isa: 'avx3' is not one of "
+     "auto|avx512-vnni|avx512|avx2|generic"),
+    ([], {"LMSCORE_ISA": "sse2"}, "lmscored: LMSCORE_ISA --isa: 'sse2' is not one of "
+     "auto|avx512-vnni|avx512|avx2|generic"),
 ])
 def test_a_bad_value_is_a_startup_error(args, env, message):
     out = subprocess.run([LMSCORED, "--model", MODEL, "--listen", "127.0.0.1:0", *args],
@@ -151,3 +153,13 @@ def test_a_bad_value_is_a_startup_error(args, env, message):
     assert out.returncode == 2, out.stderr
     assert out.stderr.strip().splitlines()[-1] == message, out.stderr
     assert "listening" not in out.stderr
+
+
+def test_a_tier_the_cpu_cannot_run_stops_the_start():
+    flags = open("/proc/cpuinfo").read().split("flags", 2)[1].split("\n")[0].split()
+    if "avx512f" in flags:
+        pytest.skip("this CPU runs every AVX-512 tier")
+    out = subprocess.run([LMSCORED, "--model", MODEL, "--listen", "127.0.0.1:0", "--isa",
+                          "avx512"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1, out.stderr
+    assert "isa avx512 needs AVX-512 F, BW and VL, which this CPU lacks" in out.stderr

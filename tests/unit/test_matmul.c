@@ -35,7 +35,8 @@ static float reference_element(const lms_weights *w, const matmul_input *in, int
     const int32_t halves = w->layout.halves == 2 ? 2 : 1, per_half = LMS_Q8_BLOCK / halves;
     for (int32_t b = 0; b < blocks; b++) {
         const size_t pb = p * blocks + b, pg = p * groups + b / w->layout.group_blocks;
-        const int8_t *xc = in->codes + ((size_t)r * blocks + b) * 2 * LMS_Q8_BLOCK;
+        const int8_t *xc = in->codes + (size_t)r * blocks * 2 * LMS_Q8_BLOCK +
+                           (size_t)b * w->x_codes * LMS_Q8_BLOCK;
         const float sx = in->scales[(size_t)r * blocks + b];
         const float d = lms_f16_to_f32(w->scale16[pg * LMS_PANEL + j]);
         int32_t sum_x = 0;
@@ -45,8 +46,9 @@ static float reference_element(const lms_weights *w, const matmul_input *in, int
                 const int32_t code =
                     w->q8[pb * LMS_Q8_BLOCK * LMS_PANEL + (i / 4) * LMS_PANEL * 4 + j * 4 + i % 4] -
                     128;
-                sum += code * (128 * xc[i] + xc[LMS_Q8_BLOCK + i]);
-                sum_x += 128 * xc[i] + xc[LMS_Q8_BLOCK + i];
+                const int32_t code_x = w->x_codes == 2 ? 128 * xc[i] + xc[LMS_Q8_BLOCK + i] : xc[i];
+                sum += code * code_x;
+                sum_x += code_x;
             }
             const float s =
                 w->sub_scale ? d * (float)w->sub_scale[(pb * w->layout.halves + h) * LMS_PANEL + j]
@@ -81,7 +83,7 @@ static void test_kernels_are_the_reference(void **state)
         {LMS_DTYPE_F16, LMS_WEIGHTS_F16, 70},  {LMS_DTYPE_F32, LMS_WEIGHTS_BF16, 70},
         {LMS_DTYPE_F32, LMS_WEIGHTS_Q8, 70},   {LMS_DTYPE_Q4_0, LMS_WEIGHTS_Q8, 512},
         {LMS_DTYPE_Q4_1, LMS_WEIGHTS_Q8, 512}, {LMS_DTYPE_Q4_K, LMS_WEIGHTS_Q8, 512},
-        {LMS_DTYPE_Q6_K, LMS_WEIGHTS_Q8, 512},
+        {LMS_DTYPE_Q6_K, LMS_WEIGHTS_Q8, 512}, {LMS_DTYPE_Q8_0, LMS_WEIGHTS_Q8, 512},
     };
     const int32_t n = 77, max_k = 512, max_rows = 40;
     uint64_t seed = 11;
@@ -103,12 +105,15 @@ static void test_kernels_are_the_reference(void **state)
                                  ? random_blocks(type, n, k, 13 + cs, false)
                                  : store(type, v, n, k);
         void *buffer;
-        const lms_weights w = pack(type, src, cases[cs].format, n, k, &buffer);
+        lms_weights w = pack(type, src, cases[cs].format, n, k, &buffer);
         const char *name = lms_dtype_name(type), *format = lms_weights_format_name(w.format);
         for (int32_t r = 0; r < n; r++)
             lms_weights_row(&w, r, wrows + (size_t)r * k);
-        for (int ti = 0; ti < n_tiers; ti++) {
+        /* Q8 with one code per activation value, then with two */
+        for (int run = 0; run < n_tiers * (w.format == LMS_WEIGHTS_Q8 ? 2 : 1); run++) {
+            const int ti = run % n_tiers;
             const matmul_config cfg = tiers[ti];
+            w.x_codes = 1 + run / n_tiers;
             if (!compute_tier_multiplies(cfg.tier, w.format)) continue;
             for (int32_t rows = 1; rows <= max_rows; rows += 13) {
                 for (int mode = 0; mode < 2; mode++) {
@@ -123,8 +128,9 @@ static void test_kernels_are_the_reference(void **state)
                             if (mode) want = (float)((size_t)r * n + c) * 0.25f + want;
                             const float got = y[(size_t)r * n + c];
                             if (memcmp(&got, &want, sizeof got))
-                                fail_msg("%s as %s on %s, %d rows, %s: [%d][%d] = %.9g, want %.9g",
-                                         name, format, tiers[ti].tier->name, rows,
+                                fail_msg("%s as %s (x in %d codes) on %s, %d rows, %s: [%d][%d] = "
+                                         "%.9g, want %.9g",
+                                         name, format, w.x_codes, tiers[ti].tier->name, rows,
                                          mode ? "accumulate" : "store", r, c, got, want);
                         }
                     if (mode) continue;
@@ -264,8 +270,9 @@ static void test_grid_does_not_change_a_row(void **state)
     free(y);
 }
 
-/* The activation quantiser on every tier against its definition
- * (kernels.h), with zeros, NaN, huge values and a short last block. */
+/* The activation quantisers (one and two codes) on every tier against
+ * their definition (kernels.h), with zeros, NaN, huge values and a short
+ * last block. */
 static void test_quantiser(void **state)
 {
     (void)state;
@@ -278,8 +285,10 @@ static void test_quantiser(void **state)
         x[i] = 0.0f; /* an all-zero block: scale 0, codes 0 */
     x[70] = NAN;
     x[71] = -1e30f;
-    for (int ti = 0; ti < n_tiers; ti++) {
-        const q8_kernels *q8 = tiers[ti].tier->q8;
+    for (int run = 0; run < 2 * n_tiers; run++) {
+        const int two = run / n_tiers, n_codes = 1 + two;
+        const compute_tier *tier = tiers[run % n_tiers].tier;
+        const q8_kernels *q8 = two ? tier->q8x2 : tier->q8;
         if (!q8) continue;
         int8_t codes[BLOCKS * 64];
         float scales[BLOCKS];
@@ -291,7 +300,7 @@ static void test_quantiser(void **state)
             for (int32_t i = 32 * b; i < 32 * b + 32; i++)
                 amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
             const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-            const float scale = d * 0x1p-7f;
+            const float scale = two ? d * 0x1p-7f : d;
             assert_true(memcmp(&scales[b], &scale, sizeof scale) == 0);
             int32_t sum[2] = {0, 0};
             for (int32_t i = 32 * b; i < 32 * b + 32; i++) {
@@ -302,28 +311,32 @@ static void test_quantiser(void **state)
                 const float l = r * (id * 128.0f);
                 const float lc = l > -127.0f ? (l < 127.0f ? l : 127.0f) : -127.0f;
                 const int32_t want_hi = (int32_t)hi, want_lo = (int32_t)nearbyintf(lc);
-                const int8_t *got = codes + b * 64 + i % 32;
-                if (got[0] != want_hi || got[32] != want_lo)
-                    fail_msg("%s: value %d codes (%d, %d), want (%d, %d)", tiers[ti].tier->name, i,
-                             got[0], got[32], want_hi, want_lo);
-                sum[i % 32 / 16] += 128 * want_hi + want_lo;
+                const int8_t *got = codes + b * 32 * n_codes + i % 32;
+                if (got[0] != want_hi || (two && got[32] != want_lo))
+                    fail_msg("%s, %d codes: value %d codes (%d, %d), want (%d, %d)", tier->name,
+                             n_codes, i, got[0], two ? got[32] : 0, want_hi, two ? want_lo : 0);
+                sum[i % 32 / 16] += two ? 128 * want_hi + want_lo : want_hi;
             }
             assert_int_equal(comp[2 * b], -128 * sum[0]);
             assert_int_equal(comp[2 * b + 1], -128 * sum[1]);
         }
-        assert_int_equal(codes[2 * 64 + 70 % 32], -127); /* NaN */
+        assert_int_equal(codes[2 * 32 * n_codes + 70 % 32], -127); /* NaN */
     }
 }
 
-/* Two codes per value carry 15 bits: |x - (128 hi + lo) scale| is at most
- * scale/2, plus the f32 rounding of the residual (an ulp of x). */
+/* One code per value is within half a step of x (the block's largest
+ * magnitude over 127); two carry 15 bits, within half of a 128th of that:
+ * |x - code · scale| ≤ scale/2, plus the f32 rounding of the residual (an
+ * ulp of x). */
 static void test_quantiser_precision(void **state)
 {
     (void)state;
     float x[32];
     uint64_t seed = 9;
-    for (int rep = 0; rep < 1000 * n_tiers; rep++) {
-        const q8_kernels *q8 = tiers[rep % n_tiers].tier->q8;
+    for (int rep = 0; rep < 2000 * n_tiers; rep++) {
+        const compute_tier *tier = tiers[rep % n_tiers].tier;
+        const bool two = rep % 2;
+        const q8_kernels *q8 = two ? tier->q8x2 : tier->q8;
         if (!q8) continue;
         for (int i = 0; i < 32; i++)
             x[i] = uniform(&seed) * (float)(1 + rep % 50);
@@ -332,9 +345,11 @@ static void test_quantiser_precision(void **state)
         int32_t comp[2];
         q8->quantize(x, 32, 1, codes, &scale, comp);
         for (int i = 0; i < 32; i++) {
-            const double back = (128.0 * codes[i] + codes[32 + i]) * scale;
+            const double code = two ? 128.0 * codes[i] + codes[32 + i] : codes[i];
+            const double back = code * scale;
             if (fabs(back - x[i]) > 0.5 * scale + fabs(x[i]) * 0x1p-23)
-                fail_msg("x = %.9g comes back as %.9g (scale %.9g)", x[i], back, scale);
+                fail_msg("%s, %d codes: x = %.9g comes back as %.9g (scale %.9g)", tier->name,
+                         1 + two, x[i], back, scale);
         }
     }
 }
