@@ -10,8 +10,9 @@
  * times on all OpenMP threads:
  *
  *   sgemm        one threaded OpenBLAS call
- *   f32, bf16, int8   lmscore's projections (matmul) on the tier's kernels,
- *                W packed in that format, x quantised per call for int8
+ *   f32, bf16, int8, int8x2   lmscore's projections (matmul) on the tier's
+ *                kernels, W packed in that format, x quantised per call to
+ *                one or two codes per value
  *   dnnl f32/bf16/int8   oneDNN's matmul primitive (when built with
  *                oneDNN), weights reordered once into the format it asks
  *                for; bf16 is given x already in bf16, int8 x already in
@@ -51,9 +52,9 @@ static const shape SHAPES[] = {{"q", 2048, 1024}, {"gate/up", 3072, 1024}, {"dow
 static const int32_t ROWS[] = {32, 128, 512, 2000};
 #define N_ROWS (int)(sizeof ROWS / sizeof ROWS[0])
 
-enum { SGEMM, F32, BF16, INT8, DNNL_F32, DNNL_BF16, DNNL_INT8, N_METHODS };
-static const char *METHOD_NAMES[N_METHODS] = {"sgemm",    "f32",       "bf16",     "int8",
-                                              "dnnl f32", "dnnl bf16", "dnnl int8"};
+enum { SGEMM, F32, BF16, INT8, INT8X2, DNNL_F32, DNNL_BF16, DNNL_INT8, N_METHODS };
+static const char *METHOD_NAMES[N_METHODS] = {"sgemm",  "f32",      "bf16",      "int8",
+                                              "int8x2", "dnnl f32", "dnnl bf16", "dnnl int8"};
 
 typedef struct {
     const shape *s;
@@ -312,6 +313,7 @@ static bool bench_one(const matmul_config *cfg, const shape *s, int32_t m, int r
             ok = false;
             continue;
         }
+        lw.x_codes = runs[i].method == INT8X2 ? 2 : 1;
         lms_ctx c = {cfg, &lw, scratch};
         seconds[runs[i].method] = best_seconds(run_lmscore, &p, &c, reps);
         double e = relative_error(y, ref, out);

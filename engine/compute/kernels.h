@@ -76,8 +76,9 @@ typedef struct {
  * the first n_rows results are stored, the others may repeat a row. y: row
  * i of the result at y + i·ldy, n_cols (≤ LMS_PANEL) columns. */
 
-/* w: element (kk, column j) at w[kk·ldw + j]; columns past n_cols are not
- * read. */
+/* w: element (kk, column j) at w[kk·ldw + j], LMS_PANEL columns readable
+ * (a packed panel, zeros past its last column); columns past n_cols are
+ * not stored. */
 typedef void f32_kernel_fn(const float *const *x, int32_t k, const float *w, size_t ldw, float *y,
                            size_t ldy, int32_t n_rows, int32_t n_cols, kernel_mode mode);
 

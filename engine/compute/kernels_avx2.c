@@ -29,6 +29,7 @@ typedef __m256 vf;
 #define vf_set1(s)        _mm256_set1_ps(s)
 #define vf_fma(a, b, c)   _mm256_fmadd_ps(a, b, c)
 #define vf_add(a, b)      _mm256_add_ps(a, b)
+#define vf_loadu(p)       _mm256_loadu_ps(p)
 #define vf_load(p, n)     _mm256_maskload_ps(p, lane_mask(n))
 #define vf_store(p, v, n) _mm256_maskstore_ps(p, lane_mask(n), v)
 #define DENSE_ROWS        6

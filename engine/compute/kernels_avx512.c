@@ -28,6 +28,7 @@ typedef __m512 vf;
 #define vf_set1(s)        _mm512_set1_ps(s)
 #define vf_fma(a, b, c)   _mm512_fmadd_ps(a, b, c)
 #define vf_add(a, b)      _mm512_add_ps(a, b)
+#define vf_loadu(p)       _mm512_loadu_ps(p)
 #define vf_load(p, n)     _mm512_maskz_loadu_ps(lane_mask(n), p)
 #define vf_store(p, v, n) _mm512_mask_storeu_ps(p, lane_mask(n), v)
 #define DENSE_ROWS        8

@@ -9,6 +9,7 @@
  *   vf_zero(), vf_set1(s)    all lanes 0, or s
  *   vf_fma(a, b, c)          a · b + c, rounded once
  *   vf_add(a, b)             a + b
+ *   vf_loadu(p)              VL floats from p
  *   vf_load(p, n)            lanes [0, n) from p (only those are read), the
  *                            others 0; n may be ≤ 0 or ≥ VL
  *   vf_store(p, v, n)        lanes [0, n) of v to p (only those are written)
@@ -33,7 +34,7 @@ typedef enum { DENSE_F32, DENSE_F16, DENSE_BF16 } dense_weights;
 
 /* kernels.h's dense sequence for n_rows ≤ DENSE_ROWS rows over n_cols ≤
  * LMS_PANEL columns: w f32 with row stride ldw (DENSE_F32), or a packed
- * 16-bit panel. */
+ * 16-bit panel; all LMS_PANEL columns of w are read, only n_cols stored. */
 INLINE void dense_kernel(const float *const *x, int32_t k, const void *w, size_t ldw,
                          dense_weights type, float *y, size_t ldy, int32_t n_rows, int32_t n_cols,
                          kernel_mode mode)
@@ -51,8 +52,8 @@ INLINE void dense_kernel(const float *const *x, int32_t k, const void *w, size_t
             vf w0, w1;
             if (type == DENSE_F32) {
                 const float *wk = (const float *)w + (size_t)kk * ldw + c0;
-                w0 = vf_load(wk, n0);
-                w1 = vf_load(wk + VL, n1);
+                w0 = vf_loadu(wk);
+                w1 = vf_loadu(wk + VL);
             } else {
                 const uint16_t *wk = (const uint16_t *)w + (size_t)kk * LMS_PANEL + c0;
                 w0 = vf_load_w16(wk, type == DENSE_BF16);
