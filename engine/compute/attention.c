@@ -30,7 +30,8 @@
 #include "vec.h"
 
 typedef struct {
-    const float *q, *k, *v, *ck, *cv;
+    const float *q, *k, *v;
+    const void *ck, *cv; /* f32, or f16 bits with geo.kv16 */
     float *out;
     int32_t q_stride, kv_stride;
     float scale;
@@ -38,41 +39,68 @@ typedef struct {
 
 /* Keys [32p, 32p + 32) of KV head g (cached rows first, then the batch;
  * zeros past the last key): Kᵀ into keys_t, and V into values by panels of
- * 32 of head_dim, so that P · V streams 128 contiguous bytes per key where
- * the rows of V lie a whole KV width apart (4 KiB on Qwen3-0.6B: every key
- * in the same L1 set). */
+ * 32 of head_dim, so that P · V streams contiguous bytes per key where the
+ * rows of V lie a whole KV width apart (4 KiB on Qwen3-0.6B: every key in
+ * the same L1 set). With kv16 the batch's keys and values are rounded to
+ * f16 here, the cached ones already are. */
 static void pack_kv(const attn_plan *p, const attn_io *io, int32_t g, int32_t panel)
 {
     const int32_t hd = p->geo.head_dim, c = p->cached, n = c + p->n_rows;
-    const size_t n_keys = (size_t)p->key_panels * 32;
-    float *kt = p->keys_t + ((size_t)g * p->key_panels + panel) * hd * 32;
+    const size_t n_keys = (size_t)p->key_panels * 32, first = (size_t)g * p->value_panels;
+    const size_t kt0 = ((size_t)g * p->key_panels + panel) * hd * 32;
+    uint16_t k16[1024], v16[1024]; /* head_dim <= 1024 (engine.c) */
     for (int32_t j = 0; j < 32; j++) {
         const int32_t key = panel * 32 + j;
         const size_t at = (size_t)(key < c ? key : key - c) * io->kv_stride + (size_t)g * hd;
-        const float *k = key < c ? io->ck + at : key < n ? io->k + at : NULL;
-        const float *v = key < c ? io->cv + at : key < n ? io->v + at : NULL;
+        if (!p->geo.kv16) {
+            const float *k = key < c ? (const float *)io->ck + at : key < n ? io->k + at : NULL;
+            const float *v = key < c ? (const float *)io->cv + at : key < n ? io->v + at : NULL;
+            float *kt = (float *)p->keys_t + kt0, *values = p->values;
+            for (int32_t d = 0; d < hd; d++)
+                kt[(size_t)d * 32 + j] = k ? k[d] : 0.0f;
+            for (int32_t d = 0; d < hd; d++)
+                values[((first + d / 32) * n_keys + key) * 32 + d % 32] = v ? v[d] : 0.0f;
+            continue;
+        }
+        const uint16_t *k = NULL, *v = NULL;
+        if (key < c) {
+            k = (const uint16_t *)io->ck + at;
+            v = (const uint16_t *)io->cv + at;
+        } else if (key < n) {
+            p->geo.kv16->to_f16(io->k + at, k16, (size_t)hd);
+            p->geo.kv16->to_f16(io->v + at, v16, (size_t)hd);
+            k = k16;
+            v = v16;
+        }
+        uint16_t *kt = (uint16_t *)p->keys_t + kt0, *values = p->values;
         for (int32_t d = 0; d < hd; d++)
-            kt[(size_t)d * 32 + j] = k ? k[d] : 0.0f;
+            kt[(size_t)d * 32 + j] = k ? k[d] : 0;
         for (int32_t d = 0; d < hd; d++)
-            p->values[(((size_t)g * p->value_panels + d / 32) * n_keys + key) * 32 + d % 32] =
-                v ? v[d] : 0.0f;
+            values[((first + d / 32) * n_keys + key) * 32 + d % 32] = v ? v[d] : 0;
     }
 }
 
-/* The f32 kernel over rows [0, n_rows) of x (row i at x + i·ldx), in
- * groups of the kernel's rows per call: y row i at y + i·ldy. */
+/* The f32 or 16-bit kernel over rows [0, n_rows) of x (row i at x +
+ * i·ldx), in groups of the kernel's rows per call, against the panel at
+ * element w of keys_t or values (32 columns a row): y row i at y + i·ldy. */
 static void kernel_rows(const attn_plan *p, const float *x, size_t ldx, int32_t n_rows, int32_t k,
-                        const float *w, size_t ldw, float *y, size_t ldy, int32_t n_cols,
+                        const void *panels, size_t w, float *y, size_t ldy, int32_t n_cols,
                         bool resume)
 {
-    const int32_t per_call = p->geo.f32->rows;
+    const w16_kernels *kv16 = p->geo.kv16;
+    const int32_t per_call = kv16 ? kv16->rows : p->geo.f32->rows;
+    const kernel_mode mode = resume ? KERNEL_RESUME : KERNEL_STORE;
     for (int32_t r = 0; r < n_rows; r += per_call) {
         const float *rows[KERNEL_MAX_ROWS];
         for (int32_t i = 0; i < per_call; i++)
             rows[i] = x + (size_t)(r + i < n_rows ? r + i : n_rows - 1) * ldx;
         const int32_t n = n_rows - r < per_call ? n_rows - r : per_call;
-        p->geo.f32->fn(rows, k, w, ldw, y + (size_t)r * ldy, ldy, n, n_cols,
-                       resume ? KERNEL_RESUME : KERNEL_STORE);
+        if (kv16)
+            kv16->fn(rows, k, (const uint16_t *)panels + w, false, y + (size_t)r * ldy, ldy, n,
+                     n_cols, mode);
+        else
+            p->geo.f32->fn(rows, k, (const float *)panels + w, 32, y + (size_t)r * ldy, ldy, n,
+                           n_cols, mode);
     }
 }
 
@@ -83,9 +111,9 @@ static void scores(const attn_plan *p, const float *q, size_t ldq, int32_t n_row
 {
     const int32_t hd = p->geo.head_dim;
     for (int32_t j = 0; j < n_keys; j += 32) {
-        const float *panel = p->keys_t + ((size_t)g * p->key_panels + (first + j) / 32) * hd * 32;
-        kernel_rows(p, q, ldq, n_rows, hd, panel, 32, s + j, lds, n_keys - j < 32 ? n_keys - j : 32,
-                    false);
+        const size_t panel = ((size_t)g * p->key_panels + (first + j) / 32) * hd * 32;
+        kernel_rows(p, q, ldq, n_rows, hd, p->keys_t, panel, s + j, lds,
+                    n_keys - j < 32 ? n_keys - j : 32, false);
     }
 }
 
@@ -98,9 +126,8 @@ static void weighted_values(const attn_plan *p, const attn_io *io, const float *
     const int32_t hd = p->geo.head_dim;
     const size_t n_panel_keys = (size_t)p->key_panels * 32;
     for (int32_t c = 0; c < hd; c += 32) {
-        const float *v =
-            p->values + (((size_t)g * p->value_panels + c / 32) * n_panel_keys + first) * 32;
-        kernel_rows(p, prob, ldp, n_rows, n_keys, v, 32, out + c, (size_t)io->q_stride,
+        const size_t v = (((size_t)g * p->value_panels + c / 32) * n_panel_keys + first) * 32;
+        kernel_rows(p, prob, ldp, n_rows, n_keys, p->values, v, out + c, (size_t)io->q_stride,
                     hd - c < 32 ? hd - c : 32, resume);
     }
 }
@@ -186,8 +213,8 @@ static void block_head_dense(const attn_plan *p, const attn_block *blk, const at
     attend(p, io, h, g, blk->r0, rows, s, (size_t)n, 0, 0, t);
 }
 
-void attn_run(const attn_plan *p, const float *q, const float *k, const float *v, const float *ck,
-              const float *cv, float *out)
+void attn_run(const attn_plan *p, const float *q, const float *k, const float *v, const void *ck,
+              const void *cv, float *out)
 {
     const attn_geometry *geo = &p->geo;
     const int32_t group = geo->n_heads / geo->n_kv_heads;

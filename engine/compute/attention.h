@@ -20,6 +20,12 @@
  * multiply-adds over those keys. However a batch is cut — serial sequences,
  * packs, an extend over cached rows, the dense mask — a row with the same
  * inputs gets the same bits.
+ *
+ * Keys and values are f32, or f16 (16-bit attention, in the 16-bit and int8
+ * precisions): each rounded once (kernels.h's f16_pack_fn) whether it comes
+ * from the batch or from the cached rows (which then hold those bits), the
+ * products then the 16-bit kernel's, with f32 queries, scores, softmax and
+ * accumulation.
  */
 #ifndef LMS_ATTENTION_H
 #define LMS_ATTENTION_H
@@ -47,8 +53,9 @@ typedef struct {
 
 typedef struct {
     int32_t n_heads, n_kv_heads, head_dim;
-    int32_t block_rows;     /* rows per block of work */
-    const f32_kernels *f32; /* the products' kernel (kernels.h) */
+    int32_t block_rows;      /* rows per block of work */
+    const f32_kernels *f32;  /* the products' kernel with f32 keys and values (kernels.h) */
+    const w16_kernels *kv16; /* with f16 keys and values; NULL: f32 attention */
 } attn_geometry;
 
 typedef struct attn_plan attn_plan;
@@ -62,9 +69,10 @@ void attn_plan_free(attn_plan *plan);
 
 /* out[r] = attention of q[r] over the visible keys. q and out are
  * [n_rows × n_heads*head_dim]; k, v are [n_rows × n_kv_heads*head_dim];
- * ck, cv are the cached rows (cached_rows × kv_dim, may be NULL when 0).
- * Uses the plan's scratch: one attn_run per plan at a time. */
-void attn_run(const attn_plan *plan, const float *q, const float *k, const float *v,
-              const float *ck, const float *cv, float *out);
+ * ck, cv are the cached rows (cached_rows × kv_dim; f32, or f16 bits with
+ * kv16; may be NULL when 0). Uses the plan's scratch: one attn_run per plan
+ * at a time. */
+void attn_run(const attn_plan *plan, const float *q, const float *k, const float *v, const void *ck,
+              const void *cv, float *out);
 
 #endif

@@ -78,8 +78,14 @@ lms_status forward_run(const lms_model *m, const model_weights *mw, const forwar
     const int32_t t = b->layout.n_rows, d = c->d_model, hd = c->head_dim;
     const int32_t qd = c->n_heads * hd, kvd = c->n_kv_heads * hd, ff = c->d_ff;
     const int32_t cached = b->cached ? b->cached->len : 0;
+    if ((b->cached && b->cached->half != tune->kv16) ||
+        (b->capture && b->capture->half != tune->kv16))
+        return lms_fail(err, LMS_ERR_INTERNAL, NULL, NULL,
+                        "a KV prefix of another attention precision");
 
-    attn_geometry geo = {c->n_heads, c->n_kv_heads, hd, tune->block_rows, tune->matmul.tier->f32};
+    const compute_tier *tier = tune->matmul.tier;
+    const attn_geometry geo = {c->n_heads,       c->n_kv_heads, hd,
+                               tune->block_rows, tier->f32,     tune->kv16 ? tier->w16 : NULL};
     attn_plan *plan = NULL;
     lms_status st = attn_plan_create(&b->layout, &geo, cached, &plan, err);
     if (st != LMS_OK) return st;
@@ -126,9 +132,14 @@ lms_status forward_run(const lms_model *m, const model_weights *mw, const forwar
         norm_and_rope(c, q, t, c->n_heads, lv->q_norm, b->positions, inv_freq);
         norm_and_rope(c, k, t, c->n_kv_heads, lv->k_norm, b->positions, inv_freq);
         if (b->capture) {
-            int32_t n = b->layout.prefix_rows;
-            memcpy(kv_prefix_k(b->capture, l), k, (size_t)n * kvd * sizeof(float));
-            memcpy(kv_prefix_v(b->capture, l), v, (size_t)n * kvd * sizeof(float));
+            const size_t n = (size_t)b->layout.prefix_rows * kvd;
+            if (b->capture->half) {
+                tier->w16->to_f16(k, kv_prefix_k(b->capture, l), n);
+                tier->w16->to_f16(v, kv_prefix_v(b->capture, l), n);
+            } else {
+                memcpy(kv_prefix_k(b->capture, l), k, n * sizeof(float));
+                memcpy(kv_prefix_v(b->capture, l), v, n * sizeof(float));
+            }
         }
         attn_run(plan, q, k, v, cached ? kv_prefix_k(b->cached, l) : NULL,
                  cached ? kv_prefix_v(b->cached, l) : NULL, att);

@@ -37,7 +37,8 @@ typedef struct {
 
 typedef struct {
     int32_t block_rows;   /* rows of an attention block (ATTN_BLOCK_ROWS) */
-    matmul_config matmul; /* the projections' kernels and row tile */
+    matmul_config matmul; /* the projections' kernels */
+    bool kv16;            /* 16-bit attention (attention.h); captured K/V then f16 */
 } forward_tuning;
 
 /* One pass of model m, its matrices w, over batch b. */

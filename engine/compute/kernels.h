@@ -87,6 +87,11 @@ typedef void f32_kernel_fn(const float *const *x, int32_t k, const float *w, siz
 typedef void w16_kernel_fn(const float *const *x, int32_t k, const uint16_t *panel, bool bf16,
                            float *y, size_t ldy, int32_t n_rows, int32_t n_cols, kernel_mode mode);
 
+/* out[i] = x[i] clamped to ±65504, as f16 (round to nearest even; a NaN
+ * stays a NaN, its payload's top bits kept as vcvtps2ph keeps them), i <
+ * n: keys and values of 16-bit attention. */
+typedef void f16_pack_fn(const float *x, uint16_t *out, size_t n);
+
 /* mode: KERNEL_STORE or KERNEL_ACCUMULATE. */
 typedef void q8_kernel_fn(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y,
                           size_t ldy, int32_t n_rows, int32_t n_cols, kernel_mode mode);
@@ -116,6 +121,7 @@ typedef struct {
     w16_kernel_fn *fn;
     int32_t rows;
     const char *isa;
+    f16_pack_fn *to_f16;
 } w16_kernels;
 
 typedef struct {

@@ -32,6 +32,8 @@ typedef __m256 vf;
 #define vf_loadu(p)       _mm256_loadu_ps(p)
 #define vf_load(p, n)     _mm256_maskload_ps(p, lane_mask(n))
 #define vf_store(p, v, n) _mm256_maskstore_ps(p, lane_mask(n), v)
+#define vf_min(a, b)      _mm256_min_ps(a, b)
+#define vf_max(a, b)      _mm256_max_ps(a, b)
 #define DENSE_ROWS        6
 
 static inline __m256 vf_load_w16(const uint16_t *p, bool bf16)
@@ -40,6 +42,17 @@ static inline __m256 vf_load_w16(const uint16_t *p, bool bf16)
     if (bf16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
     return _mm256_cvtph_ps(h);
 }
+
+static inline void store_f16(uint16_t *p, __m256 v, int32_t n)
+{
+    const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+    if (n >= 8)
+        _mm_storeu_si128((__m128i *)p, h);
+    else
+        memcpy(p, &h, (size_t)n * sizeof *p);
+}
+
+#define vf_store_f16(p, v, n) store_f16(p, v, n)
 
 #include "kernels_common.h"
 

@@ -31,6 +31,8 @@ typedef __m512 vf;
 #define vf_loadu(p)       _mm512_loadu_ps(p)
 #define vf_load(p, n)     _mm512_maskz_loadu_ps(lane_mask(n), p)
 #define vf_store(p, v, n) _mm512_mask_storeu_ps(p, lane_mask(n), v)
+#define vf_min(a, b)      _mm512_min_ps(a, b)
+#define vf_max(a, b)      _mm512_max_ps(a, b)
 #define DENSE_ROWS        8
 
 static inline __m512 vf_load_w16(const uint16_t *p, bool bf16)
@@ -39,6 +41,17 @@ static inline __m512 vf_load_w16(const uint16_t *p, bool bf16)
     if (bf16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
     return _mm512_cvtph_ps(h);
 }
+
+static inline void store_f16(uint16_t *p, __m512 v, int32_t n)
+{
+    const __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+    if (n >= 16)
+        _mm256_storeu_si256((__m256i *)p, h);
+    else
+        memcpy(p, &h, (size_t)n * sizeof *p);
+}
+
+#define vf_store_f16(p, v, n) store_f16(p, v, n)
 
 #include "kernels_common.h"
 

@@ -16,6 +16,12 @@
  *   vf_load_w16(p, bf16)     VL f16 or bf16 values from p, widened (exact)
  *   DENSE_ROWS               rows per call of the dense kernels
  *
+ * and, for the 16-bit kernels (DEFINE_W16_KERNELS):
+ *
+ *   vf_min(a, b), vf_max     lane-wise, b where a is NaN
+ *   vf_store_f16(p, v, n)    lanes [0, n) of v as f16 (vcvtps2ph, nearest
+ *                            even) to p
+ *
  * A pass covers 2·VL columns with DENSE_ROWS × 2 accumulators, one
  * broadcast x value per row and k: on every tier, kernels.h's chain of
  * fused multiply-adds per element.
@@ -89,7 +95,20 @@ INLINE void dense_kernel(const float *const *x, int32_t k, const void *w, size_t
     }                                                                                              \
     const f32_kernels f32_kernels_##isa = {f32_kernel_##isa, DENSE_ROWS, #isa}
 
-/* The tier's 16-bit kernel and descriptor, named for isa. */
+#ifdef vf_store_f16
+/* kernels.h's f16_pack_fn. */
+INLINE void pack_f16(const float *x, uint16_t *out, size_t n)
+{
+    const vf top = vf_set1(65504.0f), bottom = vf_set1(-65504.0f);
+    for (size_t i = 0; i < n; i += VL) {
+        const int32_t left = n - i < (size_t)VL ? (int32_t)(n - i) : VL;
+        /* constants first: a NaN lane stays NaN */
+        vf_store_f16(out + i, vf_max(bottom, vf_min(top, vf_load(x + i, left))), left);
+    }
+}
+#endif
+
+/* The tier's 16-bit kernels and descriptor, named for isa. */
 #define DEFINE_W16_KERNELS(isa)                                                                    \
     static void w16_kernel_##isa(const float *const *x, int32_t k, const uint16_t *panel,          \
                                  bool bf16, float *y, size_t ldy, int32_t n_rows, int32_t n_cols,  \
@@ -100,6 +119,10 @@ INLINE void dense_kernel(const float *const *x, int32_t k, const void *w, size_t
         else                                                                                       \
             dense_kernel(x, k, panel, LMS_PANEL, DENSE_F16, y, ldy, n_rows, n_cols, mode);         \
     }                                                                                              \
-    const w16_kernels w16_kernels_##isa = {w16_kernel_##isa, DENSE_ROWS, #isa}
+    static void pack_f16_##isa(const float *x, uint16_t *out, size_t n)                            \
+    {                                                                                              \
+        pack_f16(x, out, n);                                                                       \
+    }                                                                                              \
+    const w16_kernels w16_kernels_##isa = {w16_kernel_##isa, DENSE_ROWS, #isa, pack_f16_##isa}
 
 #endif

@@ -16,7 +16,7 @@ typedef float vf;
 #define vf_set1(s)           (s)
 #define vf_fma(a, b, c)      fmaf(a, b, c)
 #define vf_add(a, b)         ((a) + (b))
-#define vf_loadu(p)             (*(p))
+#define vf_loadu(p)          (*(p))
 #define vf_load(p, n)        ((n) > 0 ? *(p) : 0.0f)
 #define vf_store(p, v, n)    ((n) > 0 ? (void)(*(p) = (v)) : (void)0)
 #define vf_load_w16(p, bf16) ((bf16) ? lms_bf16_to_f32(*(p)) : lms_f16_to_f32(*(p)))

@@ -8,14 +8,15 @@
 #include "alloc.h"
 
 lms_status kv_prefix_create(int32_t n_layers, int32_t kv_dim, int32_t d_model, int32_t capacity,
-                            kv_prefix **out, lms_error *err)
+                            bool half, kv_prefix **out, lms_error *err)
 {
     *out = NULL;
     kv_prefix *kv = calloc(1, sizeof *kv);
     size_t n = (size_t)n_layers * (size_t)capacity * (size_t)kv_dim;
     if (kv && n) {
-        kv->k = lms_alloc(n * sizeof(float));
-        kv->v = lms_alloc(n * sizeof(float));
+        kv->half = half;
+        kv->k = lms_alloc(n * kv_prefix_elem(kv));
+        kv->v = lms_alloc(n * kv_prefix_elem(kv));
         kv->last_hidden = lms_alloc((size_t)d_model * sizeof(float));
     }
     if (!kv || !n || !kv->k || !kv->v || !kv->last_hidden) {
@@ -42,6 +43,6 @@ void kv_prefix_free(kv_prefix *kv)
 
 size_t kv_prefix_bytes(const kv_prefix *kv)
 {
-    return (2 * (size_t)kv->n_layers * kv->capacity * kv->kv_dim + (size_t)kv->d_model) *
-           sizeof(float);
+    return 2 * (size_t)kv->n_layers * kv->capacity * kv->kv_dim * kv_prefix_elem(kv) +
+           (size_t)kv->d_model * sizeof(float);
 }

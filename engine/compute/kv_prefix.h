@@ -9,6 +9,7 @@
 #ifndef LMS_KV_PREFIX_H
 #define LMS_KV_PREFIX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,8 +20,9 @@ typedef struct {
     int32_t kv_dim;   /* n_kv_heads * head_dim */
     int32_t capacity; /* rows allocated */
     int32_t len;      /* rows filled */
-    float *k;         /* [n_layers][capacity][kv_dim] */
-    float *v;
+    bool half;        /* K and V as f16 bits (16-bit attention, attention.h), else f32 */
+    void *k;          /* [n_layers][capacity][kv_dim] */
+    void *v;
     /* The last row's hidden state after the last layer (before the final
      * norm): what an empty item is scored from without re-running the prefix. */
     int32_t d_model;
@@ -28,18 +30,24 @@ typedef struct {
 } kv_prefix;
 
 lms_status kv_prefix_create(int32_t n_layers, int32_t kv_dim, int32_t d_model, int32_t capacity,
-                            kv_prefix **out, lms_error *err);
+                            bool half, kv_prefix **out, lms_error *err);
 void kv_prefix_free(kv_prefix *kv);
 size_t kv_prefix_bytes(const kv_prefix *kv);
 
-static inline float *kv_prefix_k(const kv_prefix *kv, int32_t layer)
+/* Bytes of one element of K or V. */
+static inline size_t kv_prefix_elem(const kv_prefix *kv)
 {
-    return kv->k + (size_t)layer * kv->capacity * kv->kv_dim;
+    return kv->half ? sizeof(uint16_t) : sizeof(float);
 }
 
-static inline float *kv_prefix_v(const kv_prefix *kv, int32_t layer)
+static inline void *kv_prefix_k(const kv_prefix *kv, int32_t layer)
 {
-    return kv->v + (size_t)layer * kv->capacity * kv->kv_dim;
+    return (char *)kv->k + (size_t)layer * kv->capacity * kv->kv_dim * kv_prefix_elem(kv);
+}
+
+static inline void *kv_prefix_v(const kv_prefix *kv, int32_t layer)
+{
+    return (char *)kv->v + (size_t)layer * kv->capacity * kv->kv_dim * kv_prefix_elem(kv);
 }
 
 #endif

@@ -121,7 +121,9 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
         goto fail;
     }
 
-    e->tune = (forward_tuning){ATTN_BLOCK_ROWS, {tier}};
+    /* Attention in 16 bits wherever the projections are not all f32. */
+    const bool kv16 = tier->w16 && strcmp(e->weights->precision, "f32") != 0;
+    e->tune = (forward_tuning){ATTN_BLOCK_ROWS, {tier}, kv16};
 
     e->cache = prefix_cache_create(e->opt.prefix_cache_bytes);
     if (!e->cache) {

@@ -398,7 +398,8 @@ static lms_status prefill(score_state *j, prefix_cache_entry **entry, lms_error 
         return st;
     }
     kv_prefix *kv = NULL;
-    st = kv_prefix_create(c->n_layers, c->n_kv_heads * c->head_dim, c->d_model, p, &kv, err);
+    st = kv_prefix_create(c->n_layers, c->n_kv_heads * c->head_dim, c->d_model, p, e->tune.kv16,
+                          &kv, err);
     if (st == LMS_OK) {
         put_rows(&b, j->prefix, p, 0);
         st = run_batch(j, &b, p, SEGMENT_RUNS, NULL, kv, err);

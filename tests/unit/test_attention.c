@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "attention.h"
+#include "half.h"
 #include "kernels.h"
 #include "tier_fixture.h"
 
@@ -134,17 +135,48 @@ static void reference(const batch *b, const float *q, const float *k, const floa
 static const compute_tier *tiers[FIXTURE_MAX_TIERS + 1];
 static int n_tiers;
 
-/* attn_run over layout l with kernel tier k. */
-static void run_layout(const attn_layout *l, int32_t block_rows, const compute_tier *k,
+/* 16-bit attention (f16 keys and values, attention.h) in this run of the
+ * tests (main runs them in f32, then in 16 bits on the tiers that have
+ * 16-bit kernels). */
+static bool kv16;
+
+/* x rounded to f16 and back: what 16-bit attention multiplies. */
+static void round_to_f16(float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = lms_f16_to_f32(lms_f32_to_f16(x[i]));
+}
+
+/* x as f16 bits (a 16-bit KV prefix). */
+static uint16_t *as_f16(const float *x, size_t n)
+{
+    uint16_t *h = malloc((n ? n : 1) * sizeof *h);
+    assert_non_null(h);
+    for (size_t i = 0; i < n; i++)
+        h[i] = lms_f32_to_f16(x[i]);
+    return h;
+}
+
+/* attn_run over layout l with kernel tier k (false when the run's
+ * attention precision is not one the tier has). */
+static bool run_layout(const attn_layout *l, int32_t block_rows, const compute_tier *k,
                        int32_t cached, const float *q, const float *kk, const float *v,
                        const float *ck, const float *cv, float *out)
 {
-    const attn_geometry geo = {N_HEADS, N_KV_HEADS, HEAD_DIM, block_rows, k->f32};
+    if (kv16 && !k->w16) return false;
+    const attn_geometry geo = {N_HEADS,    N_KV_HEADS, HEAD_DIM,
+                               block_rows, k->f32,     kv16 ? k->w16 : NULL};
     attn_plan *plan = NULL;
     lms_error err = {0};
     assert_int_equal(attn_plan_create(l, &geo, cached, &plan, &err), LMS_OK);
-    attn_run(plan, q, kk, v, cached ? ck : NULL, cached ? cv : NULL, out);
+    const size_t n = (size_t)cached * KV_DIM;
+    uint16_t *ck16 = kv16 ? as_f16(ck, n) : NULL, *cv16 = kv16 ? as_f16(cv, n) : NULL;
+    const void *ckv = kv16 ? (const void *)ck16 : ck, *cvv = kv16 ? (const void *)cv16 : cv;
+    attn_run(plan, q, kk, v, cached ? ckv : NULL, cached ? cvv : NULL, out);
     attn_plan_free(plan);
+    free(ck16);
+    free(cv16);
+    return true;
 }
 
 /* Random inputs for batch b, the reference, and each mode's output on each
@@ -166,8 +198,29 @@ static void check_batch(const batch *b, int32_t br, uint64_t seed)
     fill(v, (size_t)t * KV_DIM, seed + 2);
     fill(ck, (size_t)b->cached * KV_DIM, seed + 3);
     fill(cv, (size_t)b->cached * KV_DIM, seed + 4);
-    reference(b, q, k, v, ck, cv, ref);
+    if (kv16) { /* the reference on the values 16-bit attention multiplies */
+        float *rk = malloc((size_t)t * KV_DIM * sizeof *rk), *rv = malloc((size_t)t * KV_DIM * 4);
+        float *rck = malloc((size_t)(b->cached + 1) * KV_DIM * 4);
+        float *rcv = malloc((size_t)(b->cached + 1) * KV_DIM * 4);
+        assert_true(rk && rv && rck && rcv);
+        memcpy(rk, k, (size_t)t * KV_DIM * 4);
+        memcpy(rv, v, (size_t)t * KV_DIM * 4);
+        memcpy(rck, ck, (size_t)b->cached * KV_DIM * 4);
+        memcpy(rcv, cv, (size_t)b->cached * KV_DIM * 4);
+        round_to_f16(rk, (size_t)t * KV_DIM);
+        round_to_f16(rv, (size_t)t * KV_DIM);
+        round_to_f16(rck, (size_t)b->cached * KV_DIM);
+        round_to_f16(rcv, (size_t)b->cached * KV_DIM);
+        reference(b, q, rk, rv, rck, rcv, ref);
+        free(rk);
+        free(rv);
+        free(rck);
+        free(rcv);
+    } else {
+        reference(b, q, k, v, ck, cv, ref);
+    }
 
+    int ran = 0;
     for (int run = 0; run < 2 * n_tiers; run++) {
         const int dense = run % 2;
         const compute_tier *tr = tiers[run / 2];
@@ -178,19 +231,20 @@ static void check_batch(const batch *b, int32_t br, uint64_t seed)
                                .seg_end = b->end,
                                .dense_mask = dense};
         fill(out, (size_t)t * Q_DIM, seed + 5); /* every row must be written */
-        run_layout(&l, br, tr, b->cached, q, k, v, ck, cv, out);
-        if (run == 0) memcpy(first, out, (size_t)t * Q_DIM * sizeof *out);
+        if (!run_layout(&l, br, tr, b->cached, q, k, v, ck, cv, out)) continue;
+        if (ran++ == 0) memcpy(first, out, (size_t)t * Q_DIM * sizeof *out);
         if (memcmp(first, out, (size_t)t * Q_DIM * sizeof *out))
-            fail_msg("%s mode on the %s kernels differs from segment mode on %s",
-                     dense ? "dense" : "segment", tr->name, tiers[0]->name);
+            fail_msg("%s mode on the %s kernels differs from the first run (%s)",
+                     dense ? "dense" : "segment", tr->name, kv16 ? "16-bit" : "f32");
         for (int32_t r = 0; r < t; r++) {
             const bool padding = r >= b->prefix && segment_of(b, r) < 0;
             for (int32_t i = 0; i < Q_DIM; i++) {
                 const float got = out[(size_t)r * Q_DIM + i];
                 const double want = ref[(size_t)r * Q_DIM + i];
                 if (padding ? got != 0.0f : !(fabs(got - want) <= 1e-5))
-                    fail_msg("%s, blocks of %d: row %d [%d] = %.9g, reference %.9g",
-                             dense ? "dense" : "segment", br, r, i, got, want);
+                    fail_msg("%s, %s, blocks of %d: row %d [%d] = %.9g, reference %.9g",
+                             kv16 ? "16-bit" : "f32", dense ? "dense" : "segment", br, r, i, got,
+                             want);
             }
         }
     }
@@ -272,7 +326,7 @@ static void test_layout_does_not_change_a_row(void **state)
         const compute_tier *tr = tiers[ti];
         const int32_t begin[2] = {P, P + A}, end[2] = {P + A, T};
         const attn_layout pack = {T, P, 2, begin, end, false};
-        run_layout(&pack, 384, tr, 0, in[0], in[1], in[2], NULL, NULL, packed);
+        if (!run_layout(&pack, 384, tr, 0, in[0], in[1], in[2], NULL, NULL, packed)) continue;
 
         /* prefix ++ B as one causal sequence */
         copy_rows(seq, (const float *const *)in, 0, 0, P);
@@ -316,5 +370,11 @@ int main(void)
         cmocka_unit_test(test_independent_sequences),
         cmocka_unit_test(test_layout_does_not_change_a_row),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = 0;
+    for (int half = 0; half < 2; half++) {
+        kv16 = half;
+        print_message("%s attention\n", kv16 ? "16-bit" : "f32");
+        failed += cmocka_run_group_tests(tests, NULL, NULL);
+    }
+    return failed;
 }

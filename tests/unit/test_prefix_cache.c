@@ -28,9 +28,9 @@ static kv_prefix *marked_kv(int32_t rows, float mark)
 {
     kv_prefix *kv = NULL;
     lms_error err = {0};
-    assert_int_equal(kv_prefix_create(1, 1, 1, rows, &kv, &err), LMS_OK);
+    assert_int_equal(kv_prefix_create(1, 1, 1, rows, false, &kv, &err), LMS_OK);
     assert_int_equal(kv_prefix_bytes(kv), entry_bytes(rows));
-    kv->k[0] = mark;
+    ((float *)kv->k)[0] = mark;
     kv->len = rows;
     return kv;
 }
@@ -49,7 +49,7 @@ static int cached(prefix_cache *pc, int32_t key)
 {
     prefix_cache_entry *e = prefix_cache_lookup(pc, &key, 1);
     if (!e) return 0;
-    assert_true(prefix_cache_kv(e)->k[0] == (float)key);
+    assert_true(((const float *)prefix_cache_kv(e)->k)[0] == (float)key);
     prefix_cache_release(pc, e);
     return 1;
 }
@@ -100,7 +100,7 @@ static void test_colliding_hashes_stay_apart(void **state)
         for (int k = 0; k < 2; k++) {
             prefix_cache_entry *e = prefix_cache_lookup(pc, pairs[p][k], lens[p][k]);
             assert_non_null(e);
-            assert_true(prefix_cache_kv(e)->k[0] == (float)(k + 1));
+            assert_true(((const float *)prefix_cache_kv(e)->k)[0] == (float)(k + 1));
             prefix_cache_release(pc, e);
         }
         prefix_cache_free(pc);
@@ -176,7 +176,7 @@ static void test_oversize_entry_is_not_kept(void **state)
     const int32_t big = 9;
     prefix_cache_entry *e = prefix_cache_insert(pc, &big, 1, marked_kv(16, 9));
     assert_non_null(e);
-    assert_true(prefix_cache_kv(e)->k[0] == 9.0f);
+    assert_true(((const float *)prefix_cache_kv(e)->k)[0] == 9.0f);
     assert_false(cached(pc, big));
     assert_true(cached(pc, 1));
     assert_true(cached(pc, 2));
@@ -205,11 +205,11 @@ static void test_pinned_entry_outlives_eviction(void **state)
     insert_key(pc, 3, 4); /* evicts 1, pinned */
     assert_false(cached(pc, 1));
     const kv_prefix *kv = prefix_cache_kv(first);
-    assert_true(kv->k[0] == 1.0f);
-    kv_prefix_v(kv, 0)[3] = 5.0f;
+    assert_true(((const float *)kv->k)[0] == 1.0f);
+    ((float *)kv_prefix_v(kv, 0))[3] = 5.0f;
     prefix_cache_release(pc, first);
-    assert_true(prefix_cache_kv(second)->k[0] == 1.0f); /* still pinned once */
-    assert_true(kv_prefix_v(kv, 0)[3] == 5.0f);
+    assert_true(((const float *)prefix_cache_kv(second)->k)[0] == 1.0f); /* still pinned once */
+    assert_true(((float *)kv_prefix_v(kv, 0))[3] == 5.0f);
     prefix_cache_release(pc, second); /* freed here */
     prefix_cache_free(pc);
 }
@@ -284,18 +284,18 @@ static void *work(void *arg)
         if (!e) {
             kv_prefix *kv = NULL;
             lms_error err = {0};
-            if (kv_prefix_create(1, 1, 1, 4, &kv, &err) != LMS_OK) {
+            if (kv_prefix_create(1, 1, 1, 4, false, &kv, &err) != LMS_OK) {
                 w->wrong++;
                 continue;
             }
-            kv->k[0] = (float)tokens[0];
+            ((float *)kv->k)[0] = (float)tokens[0];
             e = prefix_cache_insert(w->pc, tokens, 2, kv);
             if (!e) {
                 w->wrong++;
                 continue;
             }
         }
-        if (prefix_cache_kv(e)->k[0] != (float)tokens[0]) w->wrong++;
+        if (((const float *)prefix_cache_kv(e)->k)[0] != (float)tokens[0]) w->wrong++;
         prefix_cache_release(w->pc, e);
     }
     return NULL;
