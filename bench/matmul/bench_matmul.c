@@ -362,7 +362,8 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--smoke") == 0)
             smoke = true;
         else {
-            fprintf(stderr, "usage: bench_matmul [--reps N] [--isa %s] [--clock wall|cpu] [--smoke]\n",
+            fprintf(stderr,
+                    "usage: bench_matmul [--reps N] [--isa %s] [--clock wall|cpu] [--smoke]\n",
                     lms_isa_names());
             return 2;
         }

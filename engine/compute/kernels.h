@@ -53,8 +53,8 @@ typedef enum {
 typedef struct {
     const int8_t *codes; /* [blocks × codes × LMS_Q8_BLOCK]: a block's hi codes (then its lo) */
     const float *scale;  /* [blocks] */
-    const int32_t *comp; /* [blocks × 2]: -128 × the sum of code_x over each half block,
-                          * values 0-15 and 16-31 (for u8·s8 dot products) */
+    const int32_t *comp; /* [blocks × 2]: the sum of code_x over each half block, values
+                          * 0-15 and 16-31 (bias × it cancels the weights' bias) */
     const float *sum;    /* [blocks]: scale · the block's sum of code_x (x's block sum as
                           * quantised), for matrices with offsets */
     const int16_t *wide; /* [blocks × LMS_Q8_BLOCK]: 128 · hi + lo, for the two-code kernels
@@ -70,6 +70,7 @@ typedef struct {
     const int8_t *sub_scale;  /* sc: [blocks][halves][LMS_PANEL], or NULL */
     const int8_t *sub_offset; /* m: [blocks][LMS_PANEL], or NULL */
     int32_t group_blocks, halves;
+    int32_t bias; /* the codes' bytes are code + bias */
 } q8_panel;
 
 /* rows: up to the kernel's rows per call pointers (or q8_act_rows); only
@@ -100,9 +101,9 @@ typedef void q8_kernel_fn(const q8_act_row *x, int32_t blocks, const q8_panel *w
  * zeros): amax = the block's largest |x| (NaN skipped), d = amax / 127,
  * id = d ? 1/d : 0;
  *   hi = rne(clamp(x · id, -127, 127))
- * and with one code scale = d, comp = -128 × Σ hi per half block; with two
+ * and with one code scale = d, comp = Σ hi per half block; with two
  *   r = x - hi · d (no fma), lo = rne(clamp(r · (id · 128), -127, 127)),
- *   scale = d · 2^-7, comp = -128 × Σ (128 · hi + lo) per half block
+ *   scale = d · 2^-7, comp = Σ (128 · hi + lo) per half block
  * (rne: round to nearest even; a NaN clamps to -127). */
 typedef void q8_quantize_fn(const float *x, int32_t k, int32_t blocks, int8_t *codes, float *scales,
                             int32_t *comp);

@@ -5,11 +5,9 @@
  *
  * f32 and 16-bit: kernels_common.h's dense kernels, a panel in two passes
  * of 16 columns (2 vectors), 6 rows. Q8: a panel in four slices of 8
- * columns, 4 rows; without VNNI the codes are widened to 16 bits and
- * multiplied in pairs (vpmaddwd: exact, no saturation), a slice's 4-column
- * halves are summed per block (or half block) and put back in column
- * order. The sums and the f32 steps are those of the AVX-512 kernels,
- * element for element.
+ * columns, 4 rows, the block (or half-block) sums exact in 32-bit lanes
+ * by vpmaddubsw and vpmaddwd (q8_sums); the sums and the f32 steps are
+ * those of the AVX-512 kernels, element for element.
  */
 #include <immintrin.h>
 #include <stdbool.h>
@@ -75,19 +73,23 @@ INLINE __m256 widen_i8(const int8_t *p)
 }
 
 /* Per row, the exact sums of code_w · x_code over groups [g0, g1) of block
- * b, for the 8 columns of a slice in column order (wb: the slice's codes
- * in the block). Two codes: x_code = 128 · hi + lo, as 16-bit words
- * (vpmaddwd against the widened weights, 2 columns' halves per lane, put
- * back in column order). One code: x_code = hi, vpmaddubsw of |code_w|
- * with hi signed by code_w (|code_w| ≤ 128 and |hi| ≤ 127: no
- * saturation), vpmaddwd by ones: a column's 4 products per lane. */
+ * b, for the 8 columns of a slice in column order (wb: the slice's bytes,
+ * code_w + bias, in the block; comp[i]: x's code sum over those groups).
+ *
+ * One code (x_code = hi), bias 128: vpmaddubsw of |code_w| by hi signed by
+ * code_w (|code_w| ≤ 128, |hi| ≤ 127: no saturation), vpmaddwd by ones: a
+ * column's 4 products per lane. Small bias (bytes below 64): vpmaddubsw of
+ * the bytes by hi, two groups' pairs added in 16 bits (2 · 2 · 63 · 127 <
+ * 2^15), then vpmaddwd by ones, and -bias × comp. Two codes (x_code = 128 ·
+ * hi + lo, as 16-bit words): vpmaddwd against the bytes widened, 2 columns'
+ * halves per lane put back in column order, and -bias × comp. */
 INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, int32_t b, int g0, int g1, int codes,
-                    __m256i sums[Q8_R])
+                    int32_t bias, const int32_t *comp, __m256i sums[Q8_R])
 {
-    const __m256i flip = _mm256_set1_epi8((char)0x80);
-    if (codes == 1) {
-        const __m256i ones = _mm256_set1_epi16(1);
-        UNROLL for (int i = 0; i < Q8_R; i++) sums[i] = _mm256_setzero_si256();
+    const __m256i ones = _mm256_set1_epi16(1);
+    UNROLL for (int i = 0; i < Q8_R; i++) sums[i] = _mm256_setzero_si256();
+    if (codes == 1 && bias == 128) {
+        const __m256i flip = _mm256_set1_epi8((char)0x80);
         UNROLL for (int g = g0; g < g1; g++)
         {
             const __m256i w = _mm256_xor_si256(
@@ -104,37 +106,56 @@ INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, int32_t b, int g0, i
         }
         return;
     }
-    __m256i lo[Q8_R], hi[Q8_R]; /* columns 0-3 and 4-7 of the slice, per k pair */
-    UNROLL for (int i = 0; i < Q8_R; i++) lo[i] = hi[i] = _mm256_setzero_si256();
-    UNROLL for (int g = g0; g < g1; g++)
-    {
-        const __m256i w =
-            _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(wb + g * 4 * LMS_PANEL)), flip);
-        const __m256i w_lo = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(w));
-        const __m256i w_hi = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(w, 1));
-        UNROLL for (int i = 0; i < Q8_R; i++)
+    if (codes == 1) {
+        UNROLL for (int g = g0; g < g1; g += 2)
         {
-            /* the 4 values' 15-bit codes 128 · hi + lo, as 16-bit words */
-            int64_t quad;
-            memcpy(&quad, x[i].wide + (size_t)b * LMS_Q8_BLOCK + 4 * g, sizeof quad);
-            const __m256i xb = _mm256_set1_epi64x(quad);
-            lo[i] = _mm256_add_epi32(lo[i], _mm256_madd_epi16(w_lo, xb));
-            hi[i] = _mm256_add_epi32(hi[i], _mm256_madd_epi16(w_hi, xb));
+            const __m256i w0 = _mm256_loadu_si256((const __m256i *)(wb + g * 4 * LMS_PANEL));
+            const __m256i w1 = _mm256_loadu_si256((const __m256i *)(wb + (g + 1) * 4 * LMS_PANEL));
+            UNROLL for (int i = 0; i < Q8_R; i++)
+            {
+                int32_t quad[2];
+                memcpy(quad, x[i].codes + (size_t)b * LMS_Q8_BLOCK + 4 * g, sizeof quad);
+                const __m256i pairs =
+                    _mm256_add_epi16(_mm256_maddubs_epi16(w0, _mm256_set1_epi32(quad[0])),
+                                     _mm256_maddubs_epi16(w1, _mm256_set1_epi32(quad[1])));
+                sums[i] = _mm256_add_epi32(sums[i], _mm256_madd_epi16(pairs, ones));
+            }
         }
+    } else {
+        __m256i lo[Q8_R], hi[Q8_R]; /* columns 0-3 and 4-7 of the slice, per k pair */
+        UNROLL for (int i = 0; i < Q8_R; i++) lo[i] = hi[i] = _mm256_setzero_si256();
+        UNROLL for (int g = g0; g < g1; g++)
+        {
+            const __m256i w = _mm256_loadu_si256((const __m256i *)(wb + g * 4 * LMS_PANEL));
+            const __m256i w_lo = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(w));
+            const __m256i w_hi = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(w, 1));
+            UNROLL for (int i = 0; i < Q8_R; i++)
+            {
+                /* the 4 values' 15-bit codes 128 · hi + lo, as 16-bit words */
+                int64_t quad;
+                memcpy(&quad, x[i].wide + (size_t)b * LMS_Q8_BLOCK + 4 * g, sizeof quad);
+                const __m256i xb = _mm256_set1_epi64x(quad);
+                lo[i] = _mm256_add_epi32(lo[i], _mm256_madd_epi16(w_lo, xb));
+                hi[i] = _mm256_add_epi32(hi[i], _mm256_madd_epi16(w_hi, xb));
+            }
+        }
+        /* [c0 c1 c4 c5 | c2 c3 c6 c7] back to column order */
+        UNROLL for (int i = 0; i < Q8_R; i++) sums[i] =
+            _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo[i], hi[i]), 0xD8);
     }
-    /* [c0 c1 c4 c5 | c2 c3 c6 c7] back to column order */
     UNROLL for (int i = 0; i < Q8_R; i++) sums[i] =
-        _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo[i], hi[i]), 0xD8);
+        _mm256_add_epi32(sums[i], _mm256_set1_epi32(-bias * comp[i]));
 }
 
 /* The sums over groups [g0, g1) of block b, scaled by D · sc (sc: the
  * slice's sub-scales for them, or NULL for 1): acc = fma(sum, s ·
  * scale_x[b], acc) per row. */
 INLINE void q8_part(__m256 acc[Q8_R], const q8_act_row *x, int32_t b, const uint8_t *wb, int g0,
-                    int g1, int codes, __m256 d, const int8_t *sc)
+                    int g1, int codes, int32_t bias, const int32_t *comp, __m256 d,
+                    const int8_t *sc)
 {
     __m256i sums[Q8_R];
-    q8_sums(x, wb, b, g0, g1, codes, sums);
+    q8_sums(x, wb, b, g0, g1, codes, bias, comp, sums);
     const __m256 s = sc ? _mm256_mul_ps(d, widen_i8(sc)) : d;
     UNROLL for (int i = 0; i < Q8_R; i++) acc[i] = _mm256_fmadd_ps(
         _mm256_cvtepi32_ps(sums[i]), _mm256_mul_ps(s, _mm256_set1_ps(x[i].scale[b])), acc[i]);
@@ -151,12 +172,19 @@ INLINE void q8_kernel(const q8_act_row *x, int32_t blocks, const q8_panel *w, fl
             const uint8_t *wb = w->codes + (size_t)b * LMS_Q8_BLOCK * LMS_PANEL + 32 * slice;
             const size_t group = (size_t)(b / w->group_blocks) * LMS_PANEL + 8 * slice;
             const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w->scale + group)));
+            int32_t comp[2][Q8_R], whole[Q8_R];
+            UNROLL for (int i = 0; i < Q8_R; i++)
+            {
+                comp[0][i] = x[i].comp[2 * b];
+                comp[1][i] = x[i].comp[2 * b + 1];
+                whole[i] = comp[0][i] + comp[1][i];
+            }
             if (w->halves == 2) {
                 const int8_t *sc = w->sub_scale + (size_t)b * 2 * LMS_PANEL + 8 * slice;
-                q8_part(acc, x, b, wb, 0, 4, codes, d, sc);
-                q8_part(acc, x, b, wb, 4, 8, codes, d, sc + LMS_PANEL);
+                q8_part(acc, x, b, wb, 0, 4, codes, w->bias, comp[0], d, sc);
+                q8_part(acc, x, b, wb, 4, 8, codes, w->bias, comp[1], d, sc + LMS_PANEL);
             } else {
-                q8_part(acc, x, b, wb, 0, 8, codes, d,
+                q8_part(acc, x, b, wb, 0, 8, codes, w->bias, whole, d,
                         w->sub_scale ? w->sub_scale + (size_t)b * LMS_PANEL + 8 * slice : NULL);
             }
             if (!w->offset) continue;
@@ -221,7 +249,7 @@ INLINE void q8_quantize(const float *x, int32_t k, int32_t blocks, int8_t *codes
                                        _mm256_extracti128_si256(sum[half], 1));
             s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
             s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
-            comp[2 * b + half] = -128 * _mm_cvtsi128_si32(s4);
+            comp[2 * b + half] = _mm_cvtsi128_si32(s4);
         }
         scales[b] = codes_per_value == 1 ? d : d * 0x1p-7f;
     }

@@ -5,8 +5,8 @@
  *
  * f32 and 16-bit: kernels_common.h's dense kernels, a panel's 32 columns
  * as two 16-lane vectors, 8 rows. Q8: 4 rows × 2 vectors of int32 block
- * (or half-block) sums (vpdpbusd: the weights' code + 128 as the unsigned
- * operand, x's codes as the signed one, the sum ended with -128 × x's code
+ * (or half-block) sums (vpdpbusd: the weights' code + bias as the unsigned
+ * operand, x's codes as the signed one, the sum ended with -bias × x's code
  * sum so that it is the exact sum of code_w · code_x), and 4 × 2 f32
  * accumulators that take each sum times its scales, then the offset times
  * x's block sum.
@@ -77,10 +77,10 @@ INLINE __m512 widen_i8(const int8_t *p)
 }
 
 /* Per row, the exact sums of code_w · x_code over groups [g0, g1) of block
- * b (x_code = hi with one code, 128 · hi + lo with two), comp[i] the -128
- * × x's code sum that cancels the + 128 of the weights' codes. */
+ * b (x_code = hi with one code, 128 · hi + lo with two), comp[i] x's code
+ * sum over them, bias × which cancels the weights' bias. */
 INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, int32_t b, int g0, int g1, int codes,
-                    const int32_t *comp, __m512i sums[Q8_R][2])
+                    int32_t bias, const int32_t *comp, __m512i sums[Q8_R][2])
 {
     __m512i hi[Q8_R][2], lo[Q8_R][2];
     UNROLL for (int i = 0; i < Q8_R; i++)
@@ -109,7 +109,7 @@ INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, int32_t b, int g0, i
     }
     UNROLL for (int i = 0; i < Q8_R; i++)
     {
-        const __m512i c = _mm512_set1_epi32(comp[i]);
+        const __m512i c = _mm512_set1_epi32(-bias * comp[i]);
         if (codes == 1) {
             sums[i][0] = _mm512_add_epi32(hi[i][0], c);
             sums[i][1] = _mm512_add_epi32(hi[i][1], c);
@@ -126,10 +126,11 @@ INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, int32_t b, int g0, i
  * panel's sub-scales for them, or NULL for 1): acc = fma(sum, s ·
  * scale_x[b], acc) per row. */
 INLINE void q8_part(__m512 acc[Q8_R][2], const q8_act_row *x, int32_t b, const uint8_t *wb, int g0,
-                    int g1, int codes, const int32_t *comp, __m512 d0, __m512 d1, const int8_t *sc)
+                    int g1, int codes, int32_t bias, const int32_t *comp, __m512 d0, __m512 d1,
+                    const int8_t *sc)
 {
     __m512i sums[Q8_R][2];
-    q8_sums(x, wb, b, g0, g1, codes, comp, sums);
+    q8_sums(x, wb, b, g0, g1, codes, bias, comp, sums);
     if (sc) {
         d0 = _mm512_mul_ps(d0, widen_i8(sc));
         d1 = _mm512_mul_ps(d1, widen_i8(sc + 16));
@@ -165,10 +166,10 @@ INLINE void q8_kernel(const q8_act_row *x, int32_t blocks, const q8_panel *w, fl
         }
         if (w->halves == 2) {
             const int8_t *sc = w->sub_scale + (size_t)b * 2 * LMS_PANEL;
-            q8_part(acc, x, b, wb, 0, 4, codes, comp[0], d0, d1, sc);
-            q8_part(acc, x, b, wb, 4, 8, codes, comp[1], d0, d1, sc + LMS_PANEL);
+            q8_part(acc, x, b, wb, 0, 4, codes, w->bias, comp[0], d0, d1, sc);
+            q8_part(acc, x, b, wb, 4, 8, codes, w->bias, comp[1], d0, d1, sc + LMS_PANEL);
         } else {
-            q8_part(acc, x, b, wb, 0, 8, codes, whole, d0, d1,
+            q8_part(acc, x, b, wb, 0, 8, codes, w->bias, whole, d0, d1,
                     w->sub_scale ? w->sub_scale + (size_t)b * LMS_PANEL : NULL);
         }
         if (!w->offset) continue;
@@ -214,7 +215,7 @@ INLINE void q8_quantize(const float *x, int32_t k, int32_t blocks, int8_t *codes
             if (codes_per_value == 1) {
                 const __m512i q = _mm512_cvtps_epi32(qh);
                 _mm_storeu_si128((__m128i *)(out + 16 * h), _mm512_cvtepi32_epi8(q));
-                comp[2 * b + h] = -128 * _mm512_reduce_add_epi32(q);
+                comp[2 * b + h] = _mm512_reduce_add_epi32(q);
                 continue;
             }
             const __m512 r = _mm512_sub_ps(v[h], _mm512_mul_ps(qh, vd));
@@ -225,7 +226,7 @@ INLINE void q8_quantize(const float *x, int32_t k, int32_t blocks, int8_t *codes
             _mm_storeu_si128((__m128i *)(out + 16 * h), _mm512_cvtepi32_epi8(qhi));
             _mm_storeu_si128((__m128i *)(out + LMS_Q8_BLOCK + 16 * h), _mm512_cvtepi32_epi8(qlo));
             comp[2 * b + h] =
-                -128 * _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(qhi, 7), qlo));
+                _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(qhi, 7), qlo));
         }
         scales[b] = codes_per_value == 1 ? d : d * 0x1p-7f;
     }

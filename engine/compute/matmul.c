@@ -77,11 +77,10 @@ static void quantize_rows(const q8_kernels *q8, const float *x, int32_t rows, in
                         (int16_t)(128 * codes[b * 2 * LMS_Q8_BLOCK + j] +
                                   codes[b * 2 * LMS_Q8_BLOCK + LMS_Q8_BLOCK + j]);
         if (!with_sums) continue;
-        /* comp = -128 × the half blocks' sums: exact, and so is the float */
+        /* comp: the half blocks' exact sums (|sum| < 2^24: exact as a float) */
         for (int32_t b = 0; b < blocks; b++)
-            s->sums[first + b] =
-                s->scales[first + b] *
-                (float)(-(s->comp[(first + b) * 2] + s->comp[(first + b) * 2 + 1]) / 128);
+            s->sums[first + b] = s->scales[first + b] *
+                                 (float)(s->comp[(first + b) * 2] + s->comp[(first + b) * 2 + 1]);
     }
     in->codes = s->codes;
     in->scales = s->scales;
@@ -139,6 +138,7 @@ static void panels_q8(const q8_kernels *kernels, const lms_weights *w, const mat
             .sub_offset = w->sub_offset ? w->sub_offset + pb * LMS_PANEL : NULL,
             .group_blocks = w->layout.group_blocks,
             .halves = halves,
+            .bias = w->layout.bias,
         };
         const int32_t n_cols = c1 - c < LMS_PANEL ? c1 - c : LMS_PANEL;
         for (int32_t r = r0; r < r1; r += rows_per_call) {

@@ -13,7 +13,11 @@
  *         block b holds 8 groups of 4 k values × 32 columns,
  *         column-interleaved as VNNI's dot products read them — byte
  *         (g, j, i) is column 32p+j, k index 32b + 4g + i — and each byte
- *         is code + 128. Element value = code · s, or code · s + o rounded
+ *         is code + bias, an unsigned byte: bias 128 for codes of the full
+ *         int8 range (Q8_0, float weights), else the smallest that makes
+ *         the type's codes non-negative, so that they stay below 64 (0 for
+ *         Q4_1, Q5_1, Q4_K, Q5_K; 8 for Q4_0, 16 for Q5_0, 32 for Q6_K).
+ *         Element value = code · s, or code · s + o rounded
  *         once to f32 when the matrix has offsets (code · s is exact), with
  *         s and o exact products of two stored numbers:
  *
@@ -63,7 +67,11 @@ typedef struct {
     int32_t halves;       /* sc per block: 0 (none, sc = 1), 1, or 2 */
     bool offsets;         /* M (offset16) */
     bool sub_offsets;     /* m (sub_offset) */
+    int32_t bias;         /* byte = code + bias: 128, or below 64 (LMS_Q8_SMALL_BIAS) */
 } lms_q8_layout;
+
+/* The largest bias of a type whose biased codes stay below 64. */
+#define LMS_Q8_SMALL_BIAS 32
 
 typedef struct {
     lms_weights_format format;

@@ -37,6 +37,10 @@ bool lms_pack_supported(lms_dtype type, lms_weights_format format)
 static lms_q8_layout q8_layout(lms_dtype type)
 {
     switch (type) {
+    case LMS_DTYPE_Q4_0:
+        return (lms_q8_layout){.group_blocks = 1, .bias = 8};
+    case LMS_DTYPE_Q5_0:
+        return (lms_q8_layout){.group_blocks = 1, .bias = 16};
     case LMS_DTYPE_Q4_1:
     case LMS_DTYPE_Q5_1:
         return (lms_q8_layout){.group_blocks = 1, .offsets = true};
@@ -45,9 +49,9 @@ static lms_q8_layout q8_layout(lms_dtype type)
         return (lms_q8_layout){
             .group_blocks = 8, .halves = 1, .offsets = true, .sub_offsets = true};
     case LMS_DTYPE_Q6_K:
-        return (lms_q8_layout){.group_blocks = 8, .halves = 2};
+        return (lms_q8_layout){.group_blocks = 8, .halves = 2, .bias = LMS_Q8_SMALL_BIAS};
     default:
-        return (lms_q8_layout){.group_blocks = 1};
+        return (lms_q8_layout){.group_blocks = 1, .bias = 128};
     }
 }
 
@@ -184,7 +188,7 @@ static void put_codes(const lms_weights *w, size_t p, size_t j, size_t b, const 
     uint8_t *dst =
         (uint8_t *)w->q8 + (p * (size_t)lms_weights_blocks(w) + b) * LMS_Q8_BLOCK * LMS_PANEL;
     for (int i = 0; i < LMS_Q8_BLOCK; i++)
-        dst[(i / 4) * LMS_PANEL * 4 + j * 4 + i % 4] = (uint8_t)(codes[i] + 128);
+        dst[(i / 4) * LMS_PANEL * 4 + j * 4 + i % 4] = (uint8_t)(codes[i] + w->layout.bias);
 }
 
 /* Column j of panel p (a row past n): zeros. */
