@@ -249,6 +249,7 @@ static void destroy(call *c)
 
     if (c->state && c->h && c->h->free_state) c->h->free_state(c->state);
     if (c->recv_buf) grpc_byte_buffer_destroy(c->recv_buf);
+    grpc_slice_unref(c->request_id_metadata.value);
     grpc_call_unref(c->gc);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->send_done);
@@ -585,8 +586,9 @@ static void read_request_context(call *c, const grpc_metadata_array *md)
                          request_id ? GRPC_SLICE_LENGTH(*request_id) : 0,
                          traceparent ? (const char *)GRPC_SLICE_START_PTR(*traceparent) : NULL,
                          traceparent ? GRPC_SLICE_LENGTH(*traceparent) : 0);
+    /* a copy the core may keep a reference to, whatever it does with it */
     c->request_id_metadata.key = grpc_slice_from_static_string(REQUEST_ID_HEADER);
-    c->request_id_metadata.value = grpc_slice_from_static_string(c->context.request_id);
+    c->request_id_metadata.value = grpc_slice_from_copied_string(c->context.request_id);
 }
 
 static void init_tag(call_tag *t, call *c, void (*done)(cq_tag *, bool))
