@@ -79,6 +79,10 @@ static const option_spec options[] = {
     {"max-sequence-tokens", "LMSCORE_MAX_SEQUENCE_TOKENS", "N",
      "longest query+item sequence; 0 means the model's context length (default 0)", OPT_INT,
      AT(max_sequence_tokens), 0, INT32_MAX},
+    {"max-text-bytes", "LMSCORE_MAX_TEXT_BYTES", "BYTES",
+     "longest text (a query, an item, a label, Tokenize's text), checked before it is "
+     "tokenized; a longer one is refused (INVALID_ARGUMENT, text_too_long) (default 1M)",
+     OPT_BYTES, AT(max_text_bytes), 1, INT32_MAX},
     {"algorithm", "LMSCORE_ALGORITHM", "NAME",
      "auto|serial|packed_dense|packed_segment|prefill_extend: what ALGORITHM_UNSPECIFIED runs "
      "(default auto: the engine's cost model picks)",
@@ -143,6 +147,7 @@ static void defaults(lmscored_config *cfg)
     cfg->queue_depth = 64;
     cfg->max_message_bytes = 16 << 20;
     cfg->max_items = 10000;
+    cfg->max_text_bytes = 1 << 20;
     cfg->algorithm = LMS_ALGO_AUTO;
     cfg->precision = LMS_PRECISION_AUTO;
     snprintf(cfg->isa, sizeof cfg->isa, "auto");

@@ -26,6 +26,7 @@ typedef struct {
     int64_t max_receive_buffer; /* 0 until config_parse picks the default */
     int32_t max_items;
     int32_t max_sequence_tokens; /* 0: the model's context length */
+    int64_t max_text_bytes;      /* longest text before it is tokenized */
     lms_algorithm algorithm;
     lms_precision precision;
     char isa[32];      /* a compute tier, or "auto" */

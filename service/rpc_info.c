@@ -20,11 +20,13 @@ static void tokenize_run(service_job *job)
     int32_t *ids = NULL;
     size_t n = 0;
     lms_error err = {0};
+    const service *svc = call_ctx(job->c);
     if (!tok) {
         rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "no_tokenizer", "text",
                        "text: the model has no tokenizer");
         service_job_finish(job, &st);
-    } else if (lms_tokenizer_encode(tok, req->text, strlen(req->text), req->add_special_tokens,
+    } else if (score_text_check(req->text, svc->cfg->max_text_bytes, "text", &err) != LMS_OK ||
+               lms_tokenizer_encode(tok, req->text, strlen(req->text), req->add_special_tokens,
                                     &ids, &n, &err) != LMS_OK) {
         rpc_status_from_error(&st, &err);
         service_job_finish(job, &st);
@@ -95,6 +97,7 @@ static void on_get_model_info(call *c, const uint8_t *msg, size_t len)
     limits.workers = cfg->workers;
     limits.worker_threads = svc->worker_threads;
     limits.queue_depth = cfg->queue_depth;
+    limits.max_text_bytes = cfg->max_text_bytes;
     resp.limits = &limits;
 
     metrics_snapshot snap;

@@ -205,7 +205,8 @@ static void score_job_run(service_job *base)
     engine_run run = {.c = base->c, .stream = job->stream};
     lms_score_result res = {0};
     lms_status prepared =
-        score_header_prepare(base->engine, &SCORE_HEADER_FIELDS_OF(req), &header, &err);
+        score_header_prepare(base->engine, &SCORE_HEADER_FIELDS_OF(req),
+                             ((service *)call_ctx(base->c))->cfg->max_text_bytes, &header, &err);
     if (prepared == LMS_OK)
         prepared =
             score_items_prepare(base->engine, &header, req->items, req->n_items, 0, &items, &err);
@@ -361,14 +362,22 @@ static bool items_run_header(items_stream *s, const Lmscore__V1__ScoreItemsHeade
 {
     lms_error err = {0};
     int64_t t0 = monotonic_ns();
-    if (score_header_prepare(s->engine, &SCORE_HEADER_FIELDS_OF(h), &s->header, &err) != LMS_OK) {
+    if (score_header_prepare(s->engine, &SCORE_HEADER_FIELDS_OF(h), s->svc->cfg->max_text_bytes,
+                             &s->header, &err) != LMS_OK) {
         rpc_status_from_error(st, &err);
         return false;
     }
     int64_t t1 = monotonic_ns();
     t->prepare_ns = t1 - t0;
-    lms_status begun = lms_score_session_begin(s->engine, &s->header.request, &s->session, &err);
+    engine_run run = {.c = s->c};
+    lms_score_hooks hooks = {.should_stop = hook_should_stop, .ctx = &run};
+    lms_status begun =
+        lms_score_session_begin(s->engine, &s->header.request, &hooks, &s->session, &err);
     t->engine_ns = monotonic_ns() - t1;
+    if (begun == LMS_ERR_CANCELLED) {
+        call_stopped_status(s->c, st);
+        return false;
+    }
     if (begun != LMS_OK) {
         rpc_status_from_error(st, &err);
         return false;

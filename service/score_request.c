@@ -49,11 +49,21 @@ Lmscore__V1__Algorithm score_algorithm_to_proto(lms_algorithm algo)
     return LMSCORE__V1__ALGORITHM__ALGORITHM_UNSPECIFIED;
 }
 
+lms_status score_text_check(const char *text, int64_t max_bytes, const char *field, lms_error *err)
+{
+    size_t len = strnlen(text, (size_t)max_bytes + 1);
+    if ((int64_t)len <= max_bytes) return LMS_OK;
+    return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "text_too_long", field,
+                    "%s: %zu bytes: the limit is %lld bytes (--max-text-bytes); a text that "
+                    "long is not tokenized",
+                    field, strlen(text), (long long)max_bytes);
+}
+
 /* Copies or tokenizes one input into an owned array (never NULL on
  * success, so an empty input still owns a buffer to free). */
 static lms_status input_tokens(const lms_engine *e, const Lmscore__V1__Input *in, bool text_inputs,
-                               bool add_special, const char *field, int32_t **ids, int32_t *len,
-                               lms_error *err)
+                               bool add_special, int64_t max_text_bytes, const char *field,
+                               int32_t **ids, int32_t *len, lms_error *err)
 {
     if (!in || in->kind_case == LMSCORE__V1__INPUT__KIND__NOT_SET)
         return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "missing_input", field,
@@ -65,13 +75,14 @@ static lms_status input_tokens(const lms_engine *e, const Lmscore__V1__Input *in
                         "one kind",
                         field, is_text ? "text" : "token_ids", text_inputs ? "text" : "token_ids");
     if (is_text) {
+        lms_status st = score_text_check(in->text, max_text_bytes, field, err);
+        if (st != LMS_OK) return st;
         const lms_tokenizer *tok = lms_engine_tokenizer(e);
         if (!tok)
             return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "no_tokenizer", field,
                             "%s: the model has no tokenizer; send token_ids", field);
         size_t n = 0;
-        lms_status st =
-            lms_tokenizer_encode(tok, in->text, strlen(in->text), add_special, ids, &n, err);
+        st = lms_tokenizer_encode(tok, in->text, strlen(in->text), add_special, ids, &n, err);
         if (st != LMS_OK) return lms_fail_context(err, "%s", field);
         if (!*ids && !(*ids = malloc(sizeof **ids)))
             return lms_fail(err, LMS_ERR_NOMEM, NULL, field, "out of memory");
@@ -87,8 +98,9 @@ static lms_status input_tokens(const lms_engine *e, const Lmscore__V1__Input *in
 }
 
 /* The label ids of f into an owned array (*ids, *n), never NULL on success. */
-static lms_status resolve_labels(const lms_engine *e, const score_header_fields *f, int32_t **ids,
-                                 int32_t *n_ids, lms_error *err)
+static lms_status resolve_labels(const lms_engine *e, const score_header_fields *f,
+                                 int64_t max_text_bytes, int32_t **ids, int32_t *n_ids,
+                                 lms_error *err)
 {
     if (f->n_label_token_ids && f->n_label_texts)
         return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "mixed_input_types", "label_texts",
@@ -108,10 +120,12 @@ static lms_status resolve_labels(const lms_engine *e, const score_header_fields 
                         "label_texts: the model has no tokenizer; send label_token_ids");
     for (size_t i = 0; i < n; i++) {
         const char *text = f->label_texts[i];
+        char field[48];
+        snprintf(field, sizeof field, "label_texts[%zu]", i);
+        lms_status st = score_text_check(text, max_text_bytes, field, err);
+        if (st != LMS_OK) return st;
         if (lms_tokenizer_single_token(tok, text, strlen(text), &out[i], err) != LMS_OK) {
             /* name the request field, whatever the tokenizer called it */
-            char field[48];
-            snprintf(field, sizeof field, "label_texts[%zu]", i);
             if (err) snprintf(err->field, sizeof err->field, "%s", field);
             return lms_fail_context(err, "%s", field);
         }
@@ -120,9 +134,10 @@ static lms_status resolve_labels(const lms_engine *e, const score_header_fields 
 }
 
 lms_status score_header_prepare(const lms_engine *e, const score_header_fields *f,
-                                score_header *out, lms_error *err)
+                                int64_t max_text_bytes, score_header *out, lms_error *err)
 {
     memset(out, 0, sizeof *out);
+    out->max_text_bytes = max_text_bytes;
     lms_score_request *req = &out->request;
     req->apply_softmax = f->apply_softmax;
     req->item_first = f->item_first;
@@ -130,11 +145,11 @@ lms_status score_header_prepare(const lms_engine *e, const score_header_fields *
     out->text_inputs = f->query && f->query->kind_case == LMSCORE__V1__INPUT__KIND_TEXT;
     int32_t *labels = NULL, *query = NULL;
     lms_status st = algorithm_from_proto(f->algorithm, &req->algorithm, err);
-    if (st == LMS_OK) st = resolve_labels(e, f, &labels, &req->n_labels, err);
+    if (st == LMS_OK) st = resolve_labels(e, f, max_text_bytes, &labels, &req->n_labels, err);
     req->label_ids = labels;
     if (st == LMS_OK)
-        st = input_tokens(e, f->query, out->text_inputs, true, "query", &query, &req->query.len,
-                          err);
+        st = input_tokens(e, f->query, out->text_inputs, true, max_text_bytes, "query", &query,
+                          &req->query.len, err);
     req->query.ids = query;
     if (st != LMS_OK) score_header_free(out);
     return st;
@@ -159,7 +174,8 @@ lms_status score_items_prepare(const lms_engine *e, const score_header *h,
         snprintf(field, sizeof field, "items[%lld]", (long long)(index_base + (int64_t)i));
         int32_t *ids = NULL;
         int32_t len = 0;
-        lms_status st = input_tokens(e, items[i], h->text_inputs, false, field, &ids, &len, err);
+        lms_status st = input_tokens(e, items[i], h->text_inputs, false, h->max_text_bytes, field,
+                                     &ids, &len, err);
         if (st != LMS_OK) {
             score_items_free(out);
             return st;

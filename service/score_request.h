@@ -51,6 +51,7 @@ typedef struct {
     lms_score_request request;
     bool text_inputs;
     bool return_logprobs;
+    int64_t max_text_bytes; /* what score_items_prepare holds item texts to */
 } score_header;
 
 typedef struct {
@@ -59,8 +60,19 @@ typedef struct {
     int64_t n_tokens; /* item tokens in all */
 } score_items;
 
+/* The byte bound every text that enters passes before it is tokenized:
+ * the query, items and label texts of every RPC (through the prepare
+ * functions below), Tokenize's text, and the texts of the HTTP API. A text
+ * of more than max_bytes bytes is INVALID_ARGUMENT, reason text_too_long,
+ * naming field, and is never tokenized: tokenizing costs time and memory in
+ * proportion to the text before any token limit (sequence_too_long) can
+ * refuse it. */
+lms_status score_text_check(const char *text, int64_t max_bytes, const char *field, lms_error *err);
+
+/* Texts longer than max_text_bytes (the query's, the labels' and, later,
+ * the items') are refused by score_text_check. */
 lms_status score_header_prepare(const lms_engine *e, const score_header_fields *f,
-                                score_header *out, lms_error *err);
+                                int64_t max_text_bytes, score_header *out, lms_error *err);
 void score_header_free(score_header *h);
 
 /* items[i] is named "items[index_base + i]" in errors. */

@@ -271,15 +271,18 @@ lms_status lms_engine_score(lms_engine *engine, const lms_score_request *req,
 void lms_score_result_free(lms_score_result *res);
 
 /* A scoring session: one query and label set, items arriving in batches (the
- * ScoreItems stream). begin validates the header (its items are ignored) and
- * prefills the query once; its KV stays pinned until end, so every batch
+ * ScoreItems stream). begin validates the header (its items are ignored; the
+ * query alone must fit in max_sequence_tokens) and prefills the query once,
+ * polling hooks->should_stop (hooks may be NULL; on_items is not called);
+ * its KV stays pinned until end, so every batch
  * runs as extends over it whatever the prefix cache evicts meanwhile. Item
  * indices in results and callbacks are per batch. A session is used by one
  * thread at a time; different sessions may run concurrently. */
 typedef struct lms_score_session lms_score_session;
 
 lms_status lms_score_session_begin(lms_engine *engine, const lms_score_request *header,
-                                   lms_score_session **out, lms_error *err);
+                                   const lms_score_hooks *hooks, lms_score_session **out,
+                                   lms_error *err);
 lms_status lms_score_session_score(lms_score_session *session, const lms_tokens *items,
                                    int32_t n_items, const lms_score_hooks *hooks,
                                    lms_score_result *out, lms_error *err);

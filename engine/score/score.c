@@ -576,7 +576,8 @@ struct lms_score_session {
 };
 
 lms_status lms_score_session_begin(lms_engine *e, const lms_score_request *header,
-                                   lms_score_session **out, lms_error *err)
+                                   const lms_score_hooks *hooks, lms_score_session **out,
+                                   lms_error *err)
 {
     *out = NULL;
     lms_score_request h = *header;
@@ -584,6 +585,13 @@ lms_status lms_score_session_begin(lms_engine *e, const lms_score_request *heade
     h.n_items = 0;
     lms_status st = validate(e, &h, err);
     if (st != LMS_OK) return st;
+    /* validate measures sequences through their items; a session has none
+     * yet, and its query alone (with an empty item) must fit. */
+    const int32_t query_rows = h.query.len + (e->opt.delimiter >= 0 && !h.item_first ? 1 : 0);
+    if (query_rows > e->opt.max_sequence_tokens)
+        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "sequence_too_long", "query",
+                        "query: %d tokens: the limit is %d", query_rows,
+                        e->opt.max_sequence_tokens);
     lms_score_session *s = calloc(1, sizeof *s);
     int32_t *query = malloc((size_t)(h.query.len + 1) * sizeof(int32_t));
     int32_t *labels = malloc((size_t)h.n_labels * sizeof(int32_t));
@@ -603,7 +611,7 @@ lms_status lms_score_session_begin(lms_engine *e, const lms_score_request *heade
     s->labels = labels;
     if (!h.item_first) {
         lms_score_result none = {0};
-        score_state j = {.e = e, .req = &s->header, .res = &none};
+        score_state j = {.e = e, .req = &s->header, .hooks = hooks, .res = &none};
         st = build_prefix(&j, err);
         if (st == LMS_OK && j.prefix_len > 0) st = prefill(&j, &s->pinned, err);
         free(j.prefix);

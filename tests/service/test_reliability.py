@@ -580,3 +580,107 @@ def test_rss_returns_after_a_burst():
             time.sleep(0.2)
         after = d.rss_kb()
     assert after <= bound * warm, (warm // 1024, burst // 1024, after // 1024)
+
+
+def items_header(query):
+    return score_pb2.ScoreItemsRequest(header=score_pb2.ScoreItemsHeader(query=query,
+                                                                         label_token_ids=[5]))
+
+
+BIG_TEXT = "hello world " * (5_000_000 // 12)  # 5 MB: inside the 16 MiB message limit
+
+LONG_TEXT_CASES = {
+    "ScoreItems query": (lambda s: list(s.ScoreItems(iter([items_header(text(BIG_TEXT))]),
+                                                     timeout=60)), "query"),
+    "ScoreItems batch item": (lambda s: list(s.ScoreItems(iter([
+        items_header(text("Q?")),
+        score_pb2.ScoreItemsRequest(items=score_pb2.ItemBatch(items=[text(" a"), text(BIG_TEXT)]))]),
+        timeout=60)), "items[1]"),
+    "Score query": (lambda s: s.Score(score_pb2.ScoreRequest(
+        query=text(BIG_TEXT), items=[text(" a")], label_texts=[" yes"]), timeout=60), "query"),
+    "ScoreStream item": (lambda s: list(s.ScoreStream(score_pb2.ScoreRequest(
+        query=text("Q?"), items=[text(BIG_TEXT)], label_texts=[" yes"]), timeout=60)), "items[0]"),
+    "Score label text": (lambda s: s.Score(score_pb2.ScoreRequest(
+        query=text("Q?"), items=[text(" a")], label_texts=[BIG_TEXT]), timeout=60),
+        "label_texts[0]"),
+    "Tokenize": (lambda s: s.Tokenize(score_pb2.TokenizeRequest(text=BIG_TEXT), timeout=60),
+                 "text"),
+}
+
+
+def test_long_texts_are_refused_before_they_are_tokenized():
+    """A 5 MB text (inside the message limit) in any place of any RPC is
+    refused with text_too_long naming it, at once and without the memory
+    that tokenizing and scoring it would take: the ScoreItems query was once
+    tokenized and prefilled (RSS +2.8 GB, the worker held past the call's
+    deadline and the drain). Texts at the limit still score."""
+    with Daemon("--max-text-bytes", "64K", env=steady_memory_env()) as d, d.channel() as ch:
+        stub = score_pb2_grpc.ScoreServiceStub(ch)
+        outcomes = {}
+        sampler = RssSampler(d, period=0.01)
+        base = d.rss_kb()
+        for case, (call, field) in LONG_TEXT_CASES.items():
+            t0 = time.monotonic()
+            try:
+                call(stub)
+                outcomes[case] = ("OK",)
+            except grpc.RpcError as e:
+                info = error_info(e)
+                outcomes[case] = (e.code().name, info and info.reason, info and
+                                  info.metadata["field"], time.monotonic() - t0 < 5)
+        sampler.stop()
+        rise_mb = (sampler.max_kb() - base) / 1024
+        at_limit = stub.Tokenize(score_pb2.TokenizeRequest(text="a" * (64 << 10)), timeout=60)
+        assert d.stats().in_flight_jobs == 0
+    assert outcomes == {case: ("INVALID_ARGUMENT", "text_too_long", field, True)
+                        for case, (_, field) in LONG_TEXT_CASES.items()}, outcomes
+    assert len(at_limit.token_ids) > 0
+    # each 5 MB message is decoded once (plus gRPC's copy of it)
+    assert rise_mb < 64, rise_mb
+
+
+def test_a_score_items_query_is_held_to_the_sequence_limit():
+    """The ScoreItems header's query alone must fit in --max-sequence-tokens
+    (it has no item yet to measure the sequence through): one token over is
+    sequence_too_long naming the query, at once, as is a 100 KB text query
+    (16,667 tokens) under the default text limit; a query at the limit
+    scores."""
+    with Daemon("--max-sequence-tokens", "256") as d, d.channel() as ch:
+        stub = score_pb2_grpc.ScoreServiceStub(ch)
+        for query in (tokens(list(range(1000, 1257))), text("hello world " * 8400)):
+            t0 = time.monotonic()
+            with pytest.raises(grpc.RpcError) as e:
+                list(stub.ScoreItems(iter([items_header(query)]), timeout=60))
+            assert time.monotonic() - t0 < 5
+            info = error_info(e.value)
+            assert (e.value.code(), info and info.reason, info and info.metadata["field"]) == \
+                (grpc.StatusCode.INVALID_ARGUMENT, "sequence_too_long", "query"), e.value
+        out = list(stub.ScoreItems(iter([items_header(tokens(list(range(1000, 1256))))]),
+                                   timeout=60))
+        assert out[-1].summary.item_count == 0
+
+
+def test_a_dead_call_stops_its_query_prefill():
+    """A ScoreItems header whose client is gone (here its deadline passed)
+    stops its query's prefill at the next layer, freeing the worker: a
+    Tokenize queued behind it answers well before the prefill would have
+    ended (the model has 3 layers; it once ran to its end, and a 100 KB
+    query held the worker past its deadline)."""
+    n = 4000
+    with Daemon("--workers", "1") as d, d.channel() as ch:
+        stub = score_pb2_grpc.ScoreServiceStub(ch)
+        t0 = time.monotonic()
+        list(stub.ScoreItems(iter([items_header(tokens(list(range(2000, 2000 + n))))]),
+                             timeout=300))
+        whole = time.monotonic() - t0
+        t0 = time.monotonic()
+        dead = stub.ScoreItems(iter([items_header(tokens(list(range(9000, 9000 + n))))]),
+                               timeout=whole / 6)
+        d.wait_jobs(1)
+        stub.Tokenize(score_pb2.TokenizeRequest(text="after"), timeout=300)
+        freed = time.monotonic() - t0
+        with pytest.raises(grpc.RpcError) as e:
+            list(dead)
+        assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        d.wait_idle()
+    assert freed < 0.75 * whole, (freed, whole)

@@ -291,7 +291,7 @@ static void test_session_batches(void **state)
     assert_non_null(whole.scores);
     lms_score_session *s = NULL;
     lms_error err = {0};
-    assert_int_equal(lms_score_session_begin(e, &f.req, &s, &err), LMS_OK);
+    assert_int_equal(lms_score_session_begin(e, &f.req, NULL, &s, &err), LMS_OK);
     for (int32_t first = 0; first < 30; first += 7) {
         int32_t n = 30 - first < 7 ? 30 - first : 7;
         lms_score_result part;
@@ -306,9 +306,46 @@ static void test_session_batches(void **state)
     /* the header is validated like a request */
     lms_score_request bad = f.req;
     bad.n_labels = 0;
-    assert_int_equal(lms_score_session_begin(e, &bad, &s, &err), LMS_ERR_INVALID_ARGUMENT);
+    assert_int_equal(lms_score_session_begin(e, &bad, NULL, &s, &err), LMS_ERR_INVALID_ARGUMENT);
     assert_string_equal(err.reason, "empty_label_token_ids");
     lms_score_result_free(&whole);
+    fixture_request_free(&f);
+    lms_engine_close(e);
+}
+
+static int stop_now(void *ctx)
+{
+    int *polls = ctx;
+    ++*polls;
+    return 1;
+}
+
+/* A session's query is held to the sequence limit on its own (a ScoreItems
+ * header has no items to measure it through), and its prefill polls the
+ * caller's should_stop. */
+static void test_session_query_limit_and_stop(void **state)
+{
+    (void)state;
+    lms_engine_options opt = fixture_options();
+    opt.max_sequence_tokens = 40;
+    lms_engine *e = fixture_open(&opt);
+    assert_non_null(e);
+    fixture_request f = fixture_request_make(7, 41, 2, 1, 3);
+    lms_score_session *s = NULL;
+    lms_error err = {0};
+    assert_int_equal(lms_score_session_begin(e, &f.req, NULL, &s, &err), LMS_ERR_INVALID_ARGUMENT);
+    assert_string_equal(err.reason, "sequence_too_long");
+    assert_string_equal(err.field, "query");
+    assert_null(s);
+
+    f.req.query.len = 40; /* at the limit: an empty item still fits */
+    int polls = 0;
+    lms_score_hooks hooks = {.should_stop = stop_now, .ctx = &polls};
+    assert_int_equal(lms_score_session_begin(e, &f.req, &hooks, &s, &err), LMS_ERR_CANCELLED);
+    assert_true(polls > 0);
+    assert_null(s);
+    assert_int_equal(lms_score_session_begin(e, &f.req, NULL, &s, &err), LMS_OK);
+    lms_score_session_end(s);
     fixture_request_free(&f);
     lms_engine_close(e);
 }
@@ -324,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_dense_mask_guard),
         cmocka_unit_test(test_streaming_and_cancellation),
         cmocka_unit_test(test_session_batches),
+        cmocka_unit_test(test_session_query_limit_and_stop),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
