@@ -2,14 +2,18 @@
  * main.c — lmscored: configuration, startup order, signals and the drain.
  *
  * Startup: the server listens first and answers health NOT_SERVING while
- * the model loads; after the model is loaded and one warm-up score ran, the
- * phase becomes SERVING, health flips and systemd hears READY=1. The main
- * thread then waits for SIGTERM/SIGINT, ticking the systemd watchdog and
- * status. Drain: health NOT_SERVING, STOPPING=1, new scoring calls refused
+ * the model loads (on its own thread); after the model is loaded and one
+ * warm-up score ran, the phase becomes SERVING, health flips and systemd
+ * hears READY=1. The main thread takes every signal (signals.h) all along,
+ * ticking the systemd watchdog and status while serving. Drain (on a stop
+ * signal): health NOT_SERVING, STOPPING=1, new scoring calls refused
  * (UNAVAILABLE), in-flight ones finish up to --drain-timeout, then the
- * server shuts down and the rest is cancelled. A signal that arrives while
- * the model loads stops the load at its next poll (the weights' conversion
- * and the warm-up poll it) and the daemon exits as after a drain.
+ * server shuts down and the rest is cancelled. A stop signal that arrives
+ * while the model loads stops the load at its next poll (the weights'
+ * conversion and the warm-up poll it) and the daemon exits as after a
+ * drain. Whatever runs, the process is gone STOP_GRACE_MS after
+ * --drain-timeout: a load or a worker that does not stop by then (a file
+ * that blocks its reader, work that never polls) is left behind, exit 1.
  */
 #include <grpc/grpc.h>
 #include <malloc.h>
@@ -25,11 +29,14 @@
  * shipping clang's sanitizer/allocator_interface.h). */
 void __sanitizer_purge_allocator(void);
 #endif
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api_keys.h"
 #include "clock.h"
@@ -45,6 +52,7 @@ void __sanitizer_purge_allocator(void);
 #include "rpc_score.h"
 #include "server.h"
 #include "service.h"
+#include "signals.h"
 #include "systemd.h"
 #include "test_hooks.h"
 
@@ -64,15 +72,68 @@ static void log_error(const char *what, const lms_error *err)
     log_end(&r);
 }
 
-/* SIGTERM or SIGINT is waiting. Every thread blocks both (see main), so
- * they stay pending until the main thread takes them; until then, the model
- * load polls this to stop early. Safe from any thread. */
-static int stop_signal_pending(void *ctx)
+/* How long after --drain-timeout the process is gone at the latest: the
+ * server's own shutdown (a second for the calls' last sends) and the
+ * workers noticing their calls ended. */
+#define STOP_GRACE_MS 2000
+
+/* Set by the main thread when a stop signal comes; the model load, on its
+ * own thread, polls it. */
+static atomic_bool g_stop_requested;
+
+static int stop_requested(void *ctx)
 {
     (void)ctx;
-    sigset_t pending;
-    return sigpending(&pending) == 0 &&
-           (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1);
+    return atomic_load(&g_stop_requested);
+}
+
+static const char *phase_name(service_phase phase)
+{
+    switch (phase) {
+    case PHASE_LOADING:
+        return "loading";
+    case PHASE_SERVING:
+        return "serving";
+    case PHASE_DRAINING:
+        break;
+    }
+    return "draining";
+}
+
+/* One record of what the daemon is doing (SIGUSR1). */
+static void log_state(const service *svc)
+{
+    metrics_snapshot snap;
+    metrics_snapshot_get(&snap);
+    log_record r;
+    log_begin(&r, LOG_INFO, "state");
+    log_str(&r, "phase", phase_name((service_phase)atomic_load(&svc->phase)));
+    log_int(&r, "admitted_calls", call_layer_admitted());
+    log_int(&r, "scoring_calls", snap.in_flight_calls);
+    log_int(&r, "jobs", snap.in_flight_jobs);
+    log_int(&r, "queued_jobs", worker_pool_queued(svc->workers));
+    log_int(&r, "workers", svc->cfg->workers);
+    log_int(&r, "longest_stall_ms", worker_pool_stalled_ms(svc->workers));
+    log_int(&r, "requests", snap.requests_total);
+    log_int(&r, "items", snap.items_total);
+    log_int(&r, "engine_bytes", (int64_t)lms_alloc_current_bytes());
+    log_int(&r, "uptime_s", (int64_t)snap.uptime_seconds);
+    log_end(&r);
+}
+
+/* Acts on a signal taken by the main thread that is not a stop signal. */
+static void on_signal(int sig, const service *svc)
+{
+    if (signals_action(sig) == SIGNAL_LOG_STATE) {
+        log_state(svc);
+        return;
+    }
+    char buf[32];
+    log_record r;
+    log_begin(&r, LOG_NOTICE, "signal ignored");
+    log_str(&r, "signal", signals_name(sig, buf, sizeof buf));
+    if (sig == SIGHUP) log_str(&r, "why", "the configuration is read only at start: restart");
+    log_end(&r);
 }
 
 /* The engine threads in all: --threads, else OMP_NUM_THREADS (its first
@@ -115,7 +176,7 @@ static int worker_threads(const lmscored_config *cfg)
 static void engine_options(const lmscored_config *cfg, lms_engine_options *eo)
 {
     lms_engine_options_default(eo);
-    eo->open_stop = (lms_stop){.should_stop = stop_signal_pending};
+    eo->open_stop = (lms_stop){.should_stop = stop_requested};
     eo->algorithm = cfg->algorithm;
     eo->precision = cfg->precision;
     eo->isa = cfg->isa;
@@ -138,7 +199,7 @@ static lms_status warm_up(lms_engine *engine, lms_error *err)
                              .n_items = 1,
                              .label_ids = &token,
                              .n_labels = 1};
-    lms_score_hooks hooks = {.should_stop = stop_signal_pending};
+    lms_score_hooks hooks = {.should_stop = stop_requested};
     lms_score_result res;
     memset(&res, 0, sizeof res);
     lms_status st = lms_engine_score(engine, &req, &hooks, &res, err);
@@ -148,8 +209,9 @@ static lms_status warm_up(lms_engine *engine, lms_error *err)
 
 static lms_status load_model(const lmscored_config *cfg, lms_engine **out, lms_error *err)
 {
+    sleep_ms(test_hook_ms("LMSCORE_TEST_LOAD_STUCK_MS"));
     for (int64_t delay = test_hook_ms("LMSCORE_TEST_LOAD_DELAY_MS"); delay > 0; delay -= 10) {
-        if (stop_signal_pending(NULL))
+        if (stop_requested(NULL))
             return lms_fail(err, LMS_ERR_CANCELLED, NULL, NULL, "stopped during the load delay");
         sleep_ms(delay < 10 ? delay : 10);
     }
@@ -181,6 +243,72 @@ static lms_status load_model(const lmscored_config *cfg, lms_engine **out, lms_e
     log_int(&r, "ms", monotonic_ms() - t0);
     log_end(&r);
     return LMS_OK;
+}
+
+/* A model load on its own thread. Heap-allocated: a load that does not
+ * stop is left behind with it when the process exits. */
+typedef struct {
+    const lmscored_config *cfg;
+    lms_engine *engine;
+    lms_error err;
+    lms_status status;
+    atomic_bool done;
+} model_load;
+
+static void *model_load_main(void *arg)
+{
+    model_load *l = arg;
+    l->status = load_model(l->cfg, &l->engine, &l->err);
+    atomic_store(&l->done, true);
+    return NULL;
+}
+
+/* Exits at once, leaving behind work that did not stop by its deadline. */
+static _Noreturn void exit_leaving(const char *what)
+{
+    log_record r;
+    log_begin(&r, LOG_ERR, "did not stop in time: exiting without it");
+    log_str(&r, "what", what);
+    log_end(&r);
+    _exit(1);
+}
+
+/* Loads the model while the main thread takes signals. A stop signal makes
+ * the load stop at its next poll (LMS_ERR_CANCELLED); a load still running
+ * --drain-timeout + STOP_GRACE_MS after it is left behind. */
+static lms_status load_taking_signals(const service *svc, lms_engine **engine, lms_error *err)
+{
+    model_load *l = calloc(1, sizeof *l);
+    pthread_t thread;
+    if (!l) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
+    l->cfg = svc->cfg;
+    atomic_init(&l->done, false);
+    if (pthread_create(&thread, NULL, model_load_main, l) != 0) {
+        free(l);
+        return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "cannot start the model load's thread");
+    }
+    int64_t stop_by = INT64_MAX;
+    while (!atomic_load(&l->done)) {
+        if (monotonic_ms() >= stop_by) exit_leaving("the model load");
+        int sig = signals_wait(10);
+        if (!sig) continue;
+        if (signals_action(sig) != SIGNAL_STOP) {
+            on_signal(sig, svc);
+        } else if (!atomic_exchange(&g_stop_requested, true)) {
+            char buf[32];
+            log_record r;
+            log_begin(&r, LOG_INFO, "signal received while loading the model: stopping");
+            log_str(&r, "signal", signals_name(sig, buf, sizeof buf));
+            log_end(&r);
+            stop_by = monotonic_ms() + svc->cfg->drain_timeout_ms + STOP_GRACE_MS;
+        }
+    }
+    pthread_join(thread, NULL);
+    lms_status st = l->status;
+    *engine = l->engine;
+    *err = l->err;
+    free(l);
+    return st;
 }
 
 /* Hands the free pages of the heap back to the system. A sanitizer build's
@@ -221,16 +349,16 @@ static void trim_after_burst(trim_state *t)
     }
 }
 
-/* Waits for SIGTERM or SIGINT, ticking systemd meanwhile; returns it. */
-static int serve_until_signal(const sigset_t *signals, systemd_notifier *sd, worker_pool *workers)
+/* Serves until a stop signal, which it returns, acting on the others and
+ * ticking systemd meanwhile. */
+static int serve_until_signal(const service *svc, systemd_notifier *sd)
 {
     trim_state trim = {.trims_left = TRIM_QUIET_TICKS};
     for (;;) {
-        int64_t tick = systemd_tick_ms(sd);
-        struct timespec timeout = {tick / 1000, (tick % 1000) * 1000000};
-        int sig = sigtimedwait(signals, NULL, &timeout);
-        if (sig == SIGTERM || sig == SIGINT) return sig;
-        systemd_tick(sd, workers);
+        int sig = signals_wait(systemd_tick_ms(sd));
+        if (sig && signals_action(sig) == SIGNAL_STOP) return sig;
+        if (sig) on_signal(sig, svc);
+        systemd_tick(sd, svc->workers);
         trim_after_burst(&trim);
     }
 }
@@ -263,13 +391,15 @@ static void wait_for_quiet(int64_t until_ms)
 }
 
 /* The log line comes after the phase changes: once it is written, every new
- * call is refused (tests and operators wait for it). */
-static void drain(service *svc, int sig, health *h, server *srv, systemd_notifier *sd)
+ * call is refused (tests and operators wait for it). Returns the drain's
+ * deadline. */
+static int64_t drain(service *svc, int sig, health *h, server *srv, systemd_notifier *sd)
 {
     atomic_store(&svc->phase, PHASE_DRAINING);
+    char buf[32];
     log_record r;
     log_begin(&r, LOG_INFO, "signal received: draining");
-    log_str(&r, "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    log_str(&r, "signal", signals_name(sig, buf, sizeof buf));
     log_end(&r);
     health_set_serving(h, false);
     systemd_stopping();
@@ -289,9 +419,10 @@ static void drain(service *svc, int sig, health *h, server *srv, systemd_notifie
     wait_for_quiet(quiet_until < deadline ? quiet_until : deadline);
     health_end_watches(h);
     stop_server(srv);
+    return deadline;
 }
 
-static int run(const lmscored_config *cfg, const sigset_t *signals)
+static int run(const lmscored_config *cfg)
 {
     lms_error err = {0};
     descriptor_pool *pool = NULL;
@@ -373,9 +504,9 @@ static int run(const lmscored_config *cfg, const sigset_t *signals)
         systemd_init(&sd);
         systemd_status("loading the model");
         lms_engine *engine = NULL;
-        lms_status loaded = load_model(cfg, &engine, &err);
+        lms_status loaded = load_taking_signals(&svc, &engine, &err);
+        int64_t stop_by = monotonic_ms() + cfg->drain_timeout_ms + STOP_GRACE_MS;
         if (loaded == LMS_ERR_CANCELLED) {
-            log_msg(LOG_INFO, "signal received while loading the model: stopping");
             systemd_stopping();
             atomic_store(&svc.phase, PHASE_DRAINING);
             stop_server(srv);
@@ -391,18 +522,20 @@ static int run(const lmscored_config *cfg, const sigset_t *signals)
             health_set_serving(h, true);
             systemd_ready(&sd);
             log_msg(LOG_INFO, "serving");
-            int sig = serve_until_signal(signals, &sd, svc.workers);
-            drain(&svc, sig, h, srv, &sd);
+            int sig = serve_until_signal(&svc, &sd);
+            stop_by = drain(&svc, sig, h, srv, &sd) + STOP_GRACE_MS;
         }
         metrics_http_stop(metrics);
         metrics = NULL;
-        worker_pool_stop(svc.workers);
+        int64_t left_ms = stop_by - monotonic_ms();
+        if (!worker_pool_stop(svc.workers, left_ms > 0 ? left_ms : 0))
+            exit_leaving("an engine worker");
         svc.workers = NULL;
         server_destroy(srv);
         if (engine) lms_engine_close(engine);
     }
     metrics_http_stop(metrics);
-    if (svc.workers) worker_pool_stop(svc.workers);
+    if (svc.workers) worker_pool_stop(svc.workers, -1);
     descriptor_pool_free(pool);
     health_free(h);
     api_keys_free(keys);
@@ -422,18 +555,12 @@ int main(int argc, char **argv)
     if (outcome == CONFIG_EXIT) return 0;
     log_init(cfg.log_format, cfg.log_level);
 
-    /* Every thread inherits this mask, so the signals wait for
-     * sigtimedwait on the main thread. */
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &signals, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
+    /* Every thread inherits the mask, so the signals wait for the main
+     * thread. */
+    signals_block();
     call_layer_init(cfg.max_message_bytes);
     grpc_init();
-    int rc = run(&cfg, &signals);
+    int rc = run(&cfg);
     grpc_shutdown_blocking();
     return rc;
 }

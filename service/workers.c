@@ -24,6 +24,8 @@ typedef struct {
 struct worker_pool {
     pthread_mutex_t mu;
     pthread_cond_t has_work;
+    pthread_cond_t all_exited; /* CLOCK_MONOTONIC */
+    int running;               /* worker threads not yet returned */
     worker_job *head, *tail;
     int queued, queue_depth;
     bool stopping;
@@ -55,6 +57,7 @@ static void *worker_main(void *arg)
             pthread_cond_wait(&p->has_work, &p->mu);
         worker_job *job = p->head;
         if (!job) {
+            if (--p->running == 0) pthread_cond_broadcast(&p->all_exited);
             pthread_mutex_unlock(&p->mu);
             return NULL;
         }
@@ -89,6 +92,11 @@ lms_status worker_pool_start(int n_workers, int threads_per_worker, int queue_de
     }
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->has_work, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->all_exited, &attr);
+    pthread_condattr_destroy(&attr);
     p->queue_depth = queue_depth;
     p->threads_per_worker = threads_per_worker;
     p->workers = ws;
@@ -101,9 +109,15 @@ lms_status worker_pool_start(int n_workers, int threads_per_worker, int queue_de
     }
     for (int i = 0; i < n_workers; i++) {
         ws[i].pool = p;
+        pthread_mutex_lock(&p->mu);
+        p->running++;
+        pthread_mutex_unlock(&p->mu);
         if (pthread_create(&ws[i].thread, NULL, worker_main, &ws[i]) != 0) {
+            pthread_mutex_lock(&p->mu);
+            p->running--;
+            pthread_mutex_unlock(&p->mu);
             p->n_workers = i;
-            worker_pool_stop(p);
+            worker_pool_stop(p, -1);
             return lms_fail(err, LMS_ERR_NOMEM, NULL, "workers", "cannot start worker thread %d",
                             i);
         }
@@ -140,18 +154,33 @@ int worker_pool_queued(worker_pool *p)
     return n;
 }
 
-void worker_pool_stop(worker_pool *p)
+bool worker_pool_stop(worker_pool *p, int64_t timeout_ms)
 {
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    if (timeout_ms > 0) {
+        until.tv_sec += timeout_ms / 1000;
+        until.tv_nsec += (timeout_ms % 1000) * 1000000;
+        if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+    }
     pthread_mutex_lock(&p->mu);
     p->stopping = true;
     pthread_cond_broadcast(&p->has_work);
+    int timed_out = 0;
+    while (p->running > 0 && !timed_out)
+        timed_out = timeout_ms < 0 ? pthread_cond_wait(&p->all_exited, &p->mu)
+                                   : pthread_cond_timedwait(&p->all_exited, &p->mu, &until);
+    bool stopped = p->running == 0;
     pthread_mutex_unlock(&p->mu);
+    if (!stopped) return false;
     for (int i = 0; i < p->n_workers; i++)
         pthread_join(p->workers[i].thread, NULL);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->has_work);
+    pthread_cond_destroy(&p->all_exited);
     free(p->workers);
     free(p);
+    return true;
 }
 
 int64_t worker_pool_stalled_ms(worker_pool *p)

@@ -32,8 +32,10 @@ lms_status worker_pool_start(int n_workers, int threads_per_worker, int queue_de
 bool worker_pool_submit(worker_pool *p, worker_job *job);
 /* Jobs waiting for a worker now. */
 int worker_pool_queued(worker_pool *p);
-/* Runs what is queued, then joins the workers and frees the pool. */
-void worker_pool_stop(worker_pool *p);
+/* Runs what is queued, then joins the workers and frees the pool; false
+ * (the pool left as it is, for a process about to exit) when a worker is
+ * still busy after timeout_ms (negative: no limit). */
+bool worker_pool_stop(worker_pool *p, int64_t timeout_ms);
 
 /* The longest time, in ms, that a busy worker has gone without progress
  * (0 when every worker is idle or progressing). */

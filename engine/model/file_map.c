@@ -15,7 +15,9 @@ lms_status lms_file_map_open(const char *path, lms_file_map *map, lms_error *err
 {
     map->data = NULL;
     map->size = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO would wait for a writer; anything but a
+     * regular file is refused below. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return lms_fail(err, LMS_ERR_IO, NULL, NULL, "%s: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) {

@@ -270,6 +270,8 @@ static lms_status read_json_file(const char *path, json_object **out, lms_error 
     struct stat st;
     if (stat(path, &st) != 0)
         return lms_fail(err, LMS_ERR_IO, NULL, NULL, "%s: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return lms_fail(err, LMS_ERR_IO, NULL, NULL, "%s: not a regular file", path);
     *out = json_object_from_file(path);
     if (!*out)
         return lms_fail(err, LMS_ERR_FORMAT, NULL, NULL, "%s: %s", path, json_util_get_last_err());

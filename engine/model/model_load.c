@@ -17,6 +17,12 @@ lms_status lms_model_load(const char *path, const lms_stop *stop, lms_model **ou
     struct stat st_buf;
     if (stat(path, &st_buf) != 0)
         return lms_fail(err, LMS_ERR_IO, NULL, NULL, "%s: %s", path, strerror(errno));
+    /* A FIFO, a device or a socket would block or stream its reader. */
+    if (!S_ISREG(st_buf.st_mode) && !S_ISDIR(st_buf.st_mode))
+        return lms_fail(err, LMS_ERR_IO, NULL, NULL,
+                        "%s: not a regular file (a GGUF model) or a directory (a Hugging Face "
+                        "model)",
+                        path);
     lms_model *model;
     lms_status st = lms_model_create(&model, err);
     if (st != LMS_OK) return st;

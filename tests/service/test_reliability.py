@@ -684,3 +684,87 @@ def test_a_dead_call_stops_its_query_prefill():
         assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
         d.wait_idle()
     assert freed < 0.75 * whole, (freed, whole)
+
+
+def test_signals_other_than_stop_signals_do_not_end_the_daemon():
+    """SIGHUP, SIGUSR2 and the other signals whose default action ends a
+    process are ignored with a log record naming them (they once killed the
+    daemon at once: exit 129, 140, ..., no drain), SIGUSR1 logs the state,
+    the daemon keeps serving through all of them, and SIGQUIT drains like
+    SIGTERM."""
+    ignored = [signal.SIGHUP, signal.SIGUSR2, signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF,
+               signal.SIGXCPU, signal.SIGXFSZ, signal.SIGIO, signal.SIGPWR, signal.SIGRTMIN + 3]
+    d = Daemon()
+    try:
+        with d.channel() as ch:
+            stub = score_pb2_grpc.ScoreServiceStub(ch)
+            for sig in ignored:
+                name = "SIGRTMIN+3" if sig == signal.SIGRTMIN + 3 else signal.Signals(sig).name
+                d.proc.send_signal(sig)
+                d.wait_for_log(rf'msg="signal ignored" signal={re.escape(name)}\b', 30)
+                assert stub.Score(score_request(2), timeout=60).items, name
+            d.proc.send_signal(signal.SIGUSR1)
+            state = d.wait_for_log(r'msg="state" phase=serving', 30)
+            assert "admitted_calls=0" in state and "workers=1" in state, state
+            assert stub.Score(score_request(2), timeout=60).items
+        d.proc.send_signal(signal.SIGQUIT)
+        d.wait_for_log(r'msg="signal received: draining" signal=SIGQUIT', 30)
+        d.stop_clean()
+    finally:
+        d.stop(signal.SIGKILL)
+
+
+def test_a_model_that_is_not_a_file_is_refused_at_once(tmp_path):
+    """A FIFO given as the model (or as a Hugging Face directory's
+    config.json) is refused at once with exit status 1 and a reason,
+    instead of a daemon waiting for a writer forever, deaf to SIGTERM."""
+    fifo = tmp_path / "model.gguf"
+    os.mkfifo(fifo)
+    hf = tmp_path / "hf"
+    src = os.path.join(os.environ["LMSCORE_BUILD_DIR"], "models", "tiny-qwen3-hf")
+    hf.mkdir()
+    for name in os.listdir(src):
+        if name != "config.json":
+            os.symlink(os.path.join(src, name), hf / name)
+    os.mkfifo(hf / "config.json")
+    for model, what in ((fifo, "not a regular file (a GGUF model) or a directory"),
+                        (hf, "config.json: not a regular file")):
+        d = Daemon(model=str(model), wait_serving=False)
+        try:
+            assert d.proc.wait(30) == 1, d.log()
+            assert what in d.log(), d.log()
+        finally:
+            d.stop(signal.SIGKILL)
+
+
+@pytest.mark.parametrize("hook", ["LMSCORE_TEST_STALL_WORKER_MS", "LMSCORE_TEST_LOAD_STUCK_MS"])
+def test_sigterm_ends_the_daemon_whatever_runs(hook):
+    """Work that never polls (an engine worker stalled for a minute, or a
+    model load that blocks) does not hold the process past --drain-timeout
+    plus 2 s: it is left behind with an error record and exit status 1.
+    The call in flight still ends UNAVAILABLE (draining)."""
+    loading = hook == "LMSCORE_TEST_LOAD_STUCK_MS"
+    d = Daemon("--drain-timeout", "500ms", binary=LMSCORED_TEST_HOOKS, env={hook: "60000"},
+               wait_serving=not loading)
+    try:
+        call = None
+        if loading:
+            time.sleep(0.5)
+        else:
+            ch = d.channel()
+            call = score_pb2_grpc.ScoreServiceStub(ch).Score.future(score_request(2), timeout=120)
+            d.wait_jobs(1)
+        t0 = time.monotonic()
+        d.proc.send_signal(signal.SIGTERM)
+        rc = d.proc.wait(30)
+        took = time.monotonic() - t0
+        d.wait_for_log(r'msg="did not stop in time: exiting without it"', 10)
+        assert rc == 1 and took < 0.5 + 2 + 1.5, (rc, took, d.log())
+        assert ("model load" if loading else "engine worker") in d.log()
+        if call:
+            with pytest.raises(grpc.RpcError) as e:
+                call.result()
+            assert error_info(e.value) and error_info(e.value).reason == "draining", e.value
+            ch.close()
+    finally:
+        d.stop(signal.SIGKILL)
