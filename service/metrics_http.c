@@ -1,24 +1,21 @@
 /*
  * metrics_http.c — the /metrics endpoint: libmicrohttpd on its own port and
- * thread, answering GET (and HEAD) /metrics with the exposition, OpenMetrics
- * when the scraper's Accept header asks for it. Nothing else is served.
+ * threads (behind http_listener's limits), answering GET (and HEAD) /metrics
+ * with the exposition, OpenMetrics when the scraper's Accept header asks for
+ * it, one request per connection. Nothing else is served.
  */
 #include "metrics_http.h"
 
 #include <microhttpd.h>
-#include <netdb.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "exposition.h"
-#include "log.h"
+#include "http_listener.h"
 
 struct metrics_http {
-    struct MHD_Daemon *daemon;
+    http_listener *listener;
     service *svc;
-    int port;
 };
 
 static enum MHD_Result respond_text(struct MHD_Connection *conn, unsigned status, const char *body)
@@ -27,6 +24,7 @@ static enum MHD_Result respond_text(struct MHD_Connection *conn, unsigned status
         MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
     if (!r) return MHD_NO;
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
     enum MHD_Result ret = MHD_queue_response(conn, status, r);
@@ -59,48 +57,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
                             openmetrics ? EXPOSITION_OPENMETRICS_TYPE : EXPOSITION_TEXT_TYPE);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
     return ret;
-}
-
-static void log_mhd(void *cls, const char *fmt, va_list ap)
-{
-    (void)cls;
-    char msg[256];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    size_t n = strlen(msg);
-    while (n && msg[n - 1] == '\n')
-        msg[--n] = '\0';
-    log_record r;
-    log_begin(&r, LOG_WARNING, "metrics server");
-    log_str(&r, "error", msg);
-    log_end(&r);
-}
-
-/* "host:port" or "[v6]:port" -> the address to bind. */
-static lms_status resolve(const char *listen, struct addrinfo **out, lms_error *err)
-{
-    char host[256];
-    const char *colon = strrchr(listen, ':');
-    size_t host_len = colon ? (size_t)(colon - listen) : 0;
-    if (!colon || host_len == 0 || host_len >= sizeof host || !colon[1])
-        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", "metrics-listen",
-                        "--metrics-listen '%s' is not HOST:PORT", listen);
-    memcpy(host, listen, host_len);
-    host[host_len] = '\0';
-    const char *h = host;
-    if (host[0] == '[' && host[host_len - 1] == ']') {
-        host[host_len - 1] = '\0';
-        h = host + 1;
-    }
-    struct addrinfo hints = {
-        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
-    int rc = getaddrinfo(h, colon + 1, &hints, out);
-    if (rc != 0)
-        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", "metrics-listen",
-                        "--metrics-listen '%s': %s", listen, gai_strerror(rc));
-    return LMS_OK;
 }
 
 lms_status metrics_http_start(const char *listen, service *svc, metrics_http **out, lms_error *err)
@@ -108,39 +68,30 @@ lms_status metrics_http_start(const char *listen, service *svc, metrics_http **o
     metrics_http *m = calloc(1, sizeof *m);
     if (!m) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
     m->svc = svc;
-    struct addrinfo *ai = NULL;
-    lms_status st = resolve(listen, &ai, err);
+    /* Scrapers are few (a Prometheus or two, a person with curl) and a
+     * scrape takes milliseconds; the limits leave them room whatever else
+     * connects, and a scrape still gets its whole deadline under Prometheus'
+     * default 10 s scrape timeout. */
+    const http_listener_limits limits = {
+        .max_connections = 64, .max_per_peer = 8, .deadline_ms = 5000};
+    lms_status st =
+        http_listener_start(listen, "metrics-listen", &limits, on_request, m, &m->listener, err);
     if (st != LMS_OK) {
         free(m);
         return st;
     }
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
-    if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
-    /* A few scrapers at a time; a stuck one is dropped after 10 s. */
-    m->daemon =
-        MHD_start_daemon(flags, 0, NULL, NULL, on_request, m, MHD_OPTION_EXTERNAL_LOGGER, log_mhd,
-                         NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT,
-                         (unsigned)16, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
-    freeaddrinfo(ai);
-    if (!m->daemon) {
-        free(m);
-        return lms_fail(err, LMS_ERR_IO, NULL, "metrics-listen",
-                        "cannot serve metrics on %s (address in use or not local?)", listen);
-    }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(m->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    m->port = info ? info->port : 0;
     *out = m;
     return LMS_OK;
 }
 
 int metrics_http_port(const metrics_http *m)
 {
-    return m->port;
+    return http_listener_port(m->listener);
 }
 
 void metrics_http_stop(metrics_http *m)
 {
     if (!m) return;
-    MHD_stop_daemon(m->daemon);
+    http_listener_stop(m->listener);
     free(m);
 }

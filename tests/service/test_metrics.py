@@ -9,9 +9,12 @@ also after an `lmscore bench` load scraped while it ran.
 import json
 import os
 import signal
+import socket
 import subprocess
+import threading
 import time
 import urllib.error
+import urllib.request
 
 import grpc
 import pytest
@@ -407,3 +410,101 @@ def test_not_serving_while_the_model_loads():
         assert value(m.scrape(), "lmscore_serving") == 1
     finally:
         d.stop_clean()
+
+
+def metrics_port_sockets(port):
+    """{state: count} of the TCP sockets on the metrics port (server side), and
+    the length of its listen queue."""
+    names = {"01": "established", "08": "close_wait", "0A": "listen"}
+    out = {"established": 0, "close_wait": 0, "listen_queue": 0}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if int(fields[1].split(":")[1], 16) != port:
+                    continue
+                state = names.get(fields[3])
+                if state == "listen":
+                    out["listen_queue"] += int(fields[4].split(":")[1], 16)
+                elif state:
+                    out[state] += 1
+    return out
+
+
+def scrape_seconds(url, timeout=2):
+    """How long one scrape took, or None when it failed or timed out."""
+    t0 = time.monotonic()
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            resp.read()
+        return time.monotonic() - t0
+    except (OSError, urllib.error.URLError):
+        return None
+
+
+def slowloris(port, source, n, stop, interval=1.0):
+    """n connections from source that send a request one header line per
+    interval and never finish it, reconnecting when dropped, until stop."""
+    socks = [None] * n
+    while not stop.is_set():
+        for i in range(n):
+            try:
+                if socks[i] is None:
+                    socks[i] = socket.create_connection(("127.0.0.1", port), timeout=2,
+                                                        source_address=(source, 0))
+                    socks[i].sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+                else:
+                    socks[i].sendall(b"X-Slow: 1\r\n")
+            except OSError:
+                if socks[i] is not None:
+                    socks[i].close()
+                socks[i] = None
+        stop.wait(interval)
+    for s in socks:
+        if s is not None:
+            s.close()
+
+
+def test_metrics_survive_slow_and_idle_clients():
+    """A slowloris cannot take /metrics down: 24 connections from the
+    scraper's own address that send a header line a second and reconnect
+    when dropped leave every scrape answered at once (they once held all 16
+    connections libmicrohttpd allowed, each byte restarting its idle
+    timeout); 300 idle connections and 1,000 connect/close from another
+    address neither grow the listen queue nor stop the scrapes; once the
+    clients are gone, no socket lingers (CLOSE-WAIT) past the 5 s deadline
+    of a connection."""
+    with Daemon("--metrics-listen", "127.0.0.1:0") as d:
+        metrics = Metrics(d)
+        port = int(metrics.url.rsplit(":", 1)[1].split("/")[0])
+        stop = threading.Event()
+        attack = threading.Thread(target=slowloris, args=(port, "127.0.0.1", 24, stop))
+        attack.start()
+        try:
+            time.sleep(1)
+            during = [scrape_seconds(metrics.url) for _ in range(12) if not time.sleep(0.5)]
+        finally:
+            stop.set()
+            attack.join()
+        assert all(t is not None for t in during), during
+
+        idle = []
+        try:
+            for _ in range(300):
+                idle.append(socket.create_connection(("127.0.0.1", port), timeout=5,
+                                                     source_address=("127.0.0.2", 0)))
+            for _ in range(1000):
+                s = socket.socket()
+                s.bind(("127.0.0.2", 0))
+                s.connect(("127.0.0.1", port))
+                s.close()
+            queue = metrics_port_sockets(port)["listen_queue"]
+            assert scrape_seconds(metrics.url) is not None
+        finally:
+            for s in idle:
+                s.close()
+        assert queue == 0, queue
+        time.sleep(6)
+        assert scrape_seconds(metrics.url) is not None
+        left = metrics_port_sockets(port)
+        assert left["close_wait"] == 0 and left["established"] == 0, left
