@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "log.h"
 #include "metrics.h"
 #include "proto_wire.h"
@@ -23,6 +24,12 @@ typedef struct {
     cq_tag base;
     call *owner;
 } call_tag;
+
+/* A message waiting behind the one in flight (call_send_queued). */
+typedef struct queued_message {
+    grpc_byte_buffer *buf;
+    struct queued_message *next;
+} queued_message;
 
 struct call {
     grpc_call *gc;
@@ -39,16 +46,17 @@ struct call {
     atomic_bool ended; /* mirrors finished, for call_should_stop */
 
     pthread_mutex_t mu; /* guards everything below */
-    pthread_cond_t send_done;
     bool initial_metadata_sent;
     bool send_in_flight;
     bool finished;       /* call_finish/call_reply ran */
     bool admitted;       /* counted by call_admit, until the status is sent */
-    bool status_pending; /* the status waits for the message in flight */
+    bool status_pending; /* the status waits for the messages in flight and queued */
     bool closed;         /* RECV_CLOSE_ON_SERVER completed */
     int close_cancelled; /* its out-parameter */
     grpc_byte_buffer *recv_buf;
     grpc_byte_buffer *send_buf;
+    queued_message *queue_head, *queue_tail;
+    int queued;
     grpc_byte_buffer *reply_buf; /* the unary response, sent with the status */
     rpc_status status;
     grpc_slice status_text;
@@ -73,6 +81,8 @@ static struct {
 } g_live = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static atomic_int g_admitted;
+static _Atomic int64_t g_last_end_ns; /* monotonic; 0: none yet */
+static atomic_bool g_log_every_call;
 
 void call_layer_init(int64_t max_message_bytes)
 {
@@ -132,6 +142,16 @@ void call_layer_end_all(const rpc_status *st)
         call_finish(next, st);
         call_unref(next);
     }
+}
+
+int64_t call_layer_last_end_ns(void)
+{
+    return atomic_load(&g_last_end_ns);
+}
+
+void call_layer_log_every_call(void)
+{
+    atomic_store(&g_log_every_call, true);
 }
 
 int call_layer_admitted(void)
@@ -225,6 +245,19 @@ void call_stopped_status(const call *c, rpc_status *st)
         rpc_status_set(st, GRPC_STATUS_CANCELLED, NULL, NULL, "call cancelled");
 }
 
+/* Frees the messages waiting to be sent. Caller holds mu. */
+static void drop_queue_locked(call *c)
+{
+    while (c->queue_head) {
+        queued_message *q = c->queue_head;
+        c->queue_head = q->next;
+        grpc_byte_buffer_destroy(q->buf);
+        free(q);
+    }
+    c->queue_tail = NULL;
+    c->queued = 0;
+}
+
 static void destroy(call *c)
 {
     grpc_status_code code = c->status.code;
@@ -241,7 +274,7 @@ static void destroy(call *c)
     live_remove(c);
 
     log_record r;
-    call_log_begin(&r, c, LOG_DEBUG, "call finished");
+    call_log_begin(&r, c, atomic_load(&g_log_every_call) ? LOG_INFO : LOG_DEBUG, "call finished");
     log_str(&r, "code", metrics_code_name(code));
     log_ms(&r, "ms", took_ns);
     if (code != GRPC_STATUS_OK && reason[0]) log_str(&r, "reason", reason);
@@ -251,8 +284,8 @@ static void destroy(call *c)
     if (c->recv_buf) grpc_byte_buffer_destroy(c->recv_buf);
     grpc_slice_unref(c->request_id_metadata.value);
     grpc_call_unref(c->gc);
+    drop_queue_locked(c); /* the last reference is gone: no lock needed */
     pthread_mutex_destroy(&c->mu);
-    pthread_cond_destroy(&c->send_done);
     free(c);
 }
 
@@ -342,14 +375,16 @@ static void end_call(call *c, const rpc_status *st, grpc_byte_buffer *reply)
     }
     c->finished = true;
     atomic_store(&c->ended, true);
+    atomic_store(&g_last_end_ns, monotonic_ns());
     leave_admitted_locked(c);
     c->status = *st;
     c->reply_buf = reply;
+    /* An answer comes after every message before it; a failure need not. */
+    if (st->code != GRPC_STATUS_OK) drop_queue_locked(c);
     if (c->send_in_flight)
         c->status_pending = true;
     else
         start_status_locked(c);
-    pthread_cond_broadcast(&c->send_done);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -450,42 +485,9 @@ ProtobufCMessage *call_unpack(call *c, const ProtobufCMessageDescriptor *desc, c
     return m;
 }
 
-static void on_send_done(cq_tag *tag, bool ok)
+/* Starts sending bb (taken over). Caller holds mu; nothing is in flight. */
+static void start_send_locked(call *c, grpc_byte_buffer *bb)
 {
-    call *c = ((call_tag *)tag)->owner;
-    pthread_mutex_lock(&c->mu);
-    grpc_byte_buffer_destroy(c->send_buf);
-    c->send_buf = NULL;
-    c->send_in_flight = false;
-    if (!ok) atomic_store(&c->cancelled, true); /* the stream is broken */
-    bool notify = !c->finished;
-    if (c->status_pending) {
-        c->status_pending = false;
-        start_status_locked(c);
-    }
-    pthread_cond_broadcast(&c->send_done);
-    pthread_mutex_unlock(&c->mu);
-    if (notify && ok && c->h->on_sent) c->h->on_sent(c);
-    call_unref(c);
-}
-
-call_send_result call_send(call *c, const ProtobufCMessage *msg, bool wait)
-{
-    grpc_byte_buffer *bb = pack(c, msg);
-    if (!bb) return CALL_CLOSED;
-    pthread_mutex_lock(&c->mu);
-    while (wait && c->send_in_flight && !c->finished && !atomic_load(&c->cancelled))
-        pthread_cond_wait(&c->send_done, &c->mu);
-    call_send_result res = CALL_SENT;
-    if (c->finished || c->closed || atomic_load(&c->cancelled))
-        res = CALL_CLOSED;
-    else if (c->send_in_flight)
-        res = CALL_BUSY;
-    if (res != CALL_SENT) {
-        pthread_mutex_unlock(&c->mu);
-        grpc_byte_buffer_destroy(bb);
-        return res;
-    }
     grpc_op ops[2];
     size_t n = add_initial_metadata(c, ops, 0);
     memset(&ops[n], 0, sizeof ops[n]);
@@ -498,10 +500,86 @@ call_send_result call_send(call *c, const ProtobufCMessage *msg, bool wait)
         c->send_buf = NULL;
         c->send_in_flight = false;
         grpc_byte_buffer_destroy(bb);
-        res = CALL_CLOSED;
+    }
+}
+
+static void on_send_done(cq_tag *tag, bool ok)
+{
+    call *c = ((call_tag *)tag)->owner;
+    pthread_mutex_lock(&c->mu);
+    grpc_byte_buffer_destroy(c->send_buf);
+    c->send_buf = NULL;
+    c->send_in_flight = false;
+    if (!ok) {
+        atomic_store(&c->cancelled, true); /* the stream is broken */
+        drop_queue_locked(c);
+    }
+    if (c->queue_head) {
+        queued_message *q = c->queue_head;
+        c->queue_head = q->next;
+        if (!c->queue_head) c->queue_tail = NULL;
+        c->queued--;
+        start_send_locked(c, q->buf);
+        free(q);
+    }
+    bool notify = !c->finished;
+    if (c->status_pending && !c->send_in_flight) {
+        c->status_pending = false;
+        start_status_locked(c);
     }
     pthread_mutex_unlock(&c->mu);
+    if (notify && ok && c->h->on_sent) c->h->on_sent(c);
+    call_unref(c);
+}
+
+/* Sends msg now (CALL_SENT), or queues it behind the message in flight when
+ * queue, else CALL_BUSY; CALL_CLOSED once the call is over. */
+static call_send_result send_or_queue(call *c, const ProtobufCMessage *msg, bool queue)
+{
+    grpc_byte_buffer *bb = pack(c, msg);
+    if (!bb) return CALL_CLOSED;
+    queued_message *q = queue ? malloc(sizeof *q) : NULL;
+    pthread_mutex_lock(&c->mu);
+    call_send_result res = CALL_SENT;
+    if (c->finished || c->closed || atomic_load(&c->cancelled) || (queue && !q))
+        res = CALL_CLOSED;
+    else if (c->send_in_flight && !queue)
+        res = CALL_BUSY;
+    if (res == CALL_SENT && c->send_in_flight) {
+        *q = (queued_message){.buf = bb};
+        if (c->queue_tail)
+            c->queue_tail->next = q;
+        else
+            c->queue_head = q;
+        c->queue_tail = q;
+        c->queued++;
+        q = NULL;
+    } else if (res == CALL_SENT) {
+        start_send_locked(c, bb);
+    } else {
+        grpc_byte_buffer_destroy(bb);
+    }
+    pthread_mutex_unlock(&c->mu);
+    free(q);
     return res;
+}
+
+call_send_result call_send(call *c, const ProtobufCMessage *msg)
+{
+    return send_or_queue(c, msg, false);
+}
+
+call_send_result call_send_queued(call *c, const ProtobufCMessage *msg)
+{
+    return send_or_queue(c, msg, true);
+}
+
+int call_send_backlog(call *c)
+{
+    pthread_mutex_lock(&c->mu);
+    int n = c->queued;
+    pthread_mutex_unlock(&c->mu);
+    return n;
 }
 
 static void on_recv_done(cq_tag *tag, bool ok)
@@ -561,7 +639,6 @@ static void on_close_done(cq_tag *tag, bool ok)
     c->closed = true;
     bool cancelled = !ok || c->close_cancelled;
     if (cancelled) atomic_store(&c->cancelled, true);
-    pthread_cond_broadcast(&c->send_done);
     pthread_mutex_unlock(&c->mu);
     if (c->h && c->h->on_close) c->h->on_close(c, cancelled);
     call_unref(c);
@@ -618,7 +695,6 @@ void call_accept(grpc_call *gc, const call_handler *h, const char *method, gpr_t
     atomic_init(&c->cancelled, false);
     atomic_init(&c->ended, false);
     pthread_mutex_init(&c->mu, NULL);
-    pthread_cond_init(&c->send_done, NULL);
     init_tag(&c->recv_tag, c, on_recv_done);
     init_tag(&c->send_tag, c, on_send_done);
     init_tag(&c->status_tag, c, on_status_done);

@@ -11,12 +11,14 @@
  * cancelled, the deadline passed or the connection broke). All three run on
  * the completion-queue thread, so they must not block.
  *
- * Sending is thread-safe and flow-controlled: at most one message is in
- * flight per call, never a growing buffer. Worker threads send with
- * wait=true (they block until the previous message left, which is the
- * back-pressure that throttles a producer to its client); the CQ thread
- * sends with wait=false and gets CALL_BUSY instead. call_finish sends the
- * status after the message in flight, once.
+ * Sending is thread-safe, never blocks and is flow-controlled: at most one
+ * message is in flight per call. call_send refuses a second one
+ * (CALL_BUSY); call_send_queued queues it behind, and the producer bounds
+ * the queue itself: call_send_backlog says how many wait, and on_sent runs
+ * as each message leaves (a producer that waits for its client this way
+ * holds no thread meanwhile). call_finish sends the status after the
+ * message in flight, once: an OK status also after the queued ones, any
+ * other drops them.
  *
  * Every call has a request context (request_context.h): the client's
  * x-request-id or a made one, sent back in the response's initial
@@ -71,6 +73,11 @@ typedef enum { CALL_SENT, CALL_BUSY, CALL_CLOSED } call_send_result;
 void call_layer_init(int64_t max_message_bytes);
 /* Calls admitted (call_admit) whose status has not been sent yet. */
 int call_layer_admitted(void);
+/* When the last call's status was decided (monotonic ns; 0: none yet). */
+int64_t call_layer_last_end_ns(void);
+/* From now on, every call's "call finished" record is logged at info, not
+ * debug (the drain: every call it sees, with its outcome). */
+void call_layer_log_every_call(void);
 /* Ends every call still running with st (the shutdown's last word). */
 void call_layer_end_all(const rpc_status *st);
 /* Waits up to timeout_ms for every accepted call to be over; returns how
@@ -110,7 +117,10 @@ void call_stopped_status(const call *c, rpc_status *st);
 /* Bidi: read the next request message (delivered to on_message). */
 void call_request_next(call *c);
 
-call_send_result call_send(call *c, const ProtobufCMessage *msg, bool wait);
+call_send_result call_send(call *c, const ProtobufCMessage *msg);
+call_send_result call_send_queued(call *c, const ProtobufCMessage *msg);
+/* Messages queued behind the one in flight. */
+int call_send_backlog(call *c);
 /* Ends the call with msg as its last message and an OK status, sent
  * after the message in flight (never blocks): the unary response, or a
  * stream's closing summary. */

@@ -76,7 +76,7 @@ static void watcher_send_locked(health *h, watcher *w)
                       ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN
                       : current(h);
     w->dirty = false;
-    w->sending = call_send(w->c, &resp.base, false) == CALL_SENT;
+    w->sending = call_send(w->c, &resp.base) == CALL_SENT;
 }
 
 static void on_watch(call *c, const uint8_t *msg, size_t len)

@@ -377,14 +377,18 @@ static void stop_server(server *srv)
 
 /* The server's shutdown has gRPC core cancel, without details, every call
  * that reaches it once it has begun. So after the drain, new calls are
- * still answered draining until none has come for DRAIN_QUIET_MS (at most
- * until until_ms): clients told to go elsewhere have stopped sending. */
+ * still answered draining until no call has come or ended for
+ * DRAIN_QUIET_MS (at most until until_ms): clients told to go elsewhere
+ * have stopped sending, and a client whose call was just answered has had
+ * the time to send its next one (and be told draining). */
 #define DRAIN_QUIET_MS 250
 
 static void wait_for_quiet(int64_t until_ms)
 {
     for (;;) {
-        int64_t quiet_ms = (monotonic_ns() - metrics_last_request_ns()) / 1000000;
+        int64_t last = metrics_last_request_ns();
+        if (call_layer_last_end_ns() > last) last = call_layer_last_end_ns();
+        int64_t quiet_ms = (monotonic_ns() - last) / 1000000;
         if (quiet_ms >= DRAIN_QUIET_MS || monotonic_ms() >= until_ms) return;
         sleep_ms(DRAIN_QUIET_MS - quiet_ms < 10 ? DRAIN_QUIET_MS - quiet_ms : 10);
     }
@@ -395,6 +399,7 @@ static void wait_for_quiet(int64_t until_ms)
  * deadline. */
 static int64_t drain(service *svc, int sig, health *h, server *srv, systemd_notifier *sd)
 {
+    call_layer_log_every_call();
     atomic_store(&svc->phase, PHASE_DRAINING);
     char buf[32];
     log_record r;

@@ -103,7 +103,7 @@ static void answer(call *c, Grpc__Reflection__V1__ServerReflectionRequest *req)
             GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_ERROR_RESPONSE;
         resp.error_response = &error;
     }
-    if (call_send(c, &resp.base, false) != CALL_SENT) {
+    if (call_send(c, &resp.base) != CALL_SENT) {
         rpc_status st;
         rpc_status_set(&st, GRPC_STATUS_INTERNAL, NULL, NULL, "reflection response not sent");
         call_finish(c, &st);

@@ -12,7 +12,7 @@
 #include "metrics.h"
 #include "score_request.h"
 
-static void tokenize_run(service_job *job)
+static service_job_step tokenize_run(service_job *job)
 {
     const Lmscore__V1__TokenizeRequest *req = (const Lmscore__V1__TokenizeRequest *)job->request;
     const lms_tokenizer *tok = lms_engine_tokenizer(job->engine);
@@ -37,6 +37,7 @@ static void tokenize_run(service_job *job)
         service_job_reply(job, &resp.base);
     }
     free(ids);
+    return SERVICE_JOB_DONE;
 }
 
 static void on_tokenize(call *c, const uint8_t *msg, size_t len)

@@ -5,6 +5,16 @@
  * with back-pressure, stop the work when the call is cancelled or its
  * deadline passes.
  *
+ * A stream's items are scored a chunk at a time (at most 64 items and one
+ * packed forward pass of max_packed_tokens rows, each chunk an engine call
+ * of its own), its
+ * results queued to the client without waiting. Between chunks the job goes
+ * back to the end of the worker queue, or, while results wait for its
+ * client, parks at the stream's gate holding no worker until the client
+ * has taken them: a stream holds a worker for one chunk at most, a reader
+ * that does not read holds none, and the server keeps at most one chunk's
+ * results per stream.
+ *
  * ScoreItems runs its stream as a chain of jobs, one at a time: the header
  * (query and labels prepared, and the query prefilled once into an engine
  * session), then one job per item batch, scored against that session. At most one
@@ -55,7 +65,7 @@ static bool send_chunk(engine_run *run, int32_t first, int32_t n, const float *s
     Lmscore__V1__ScoreStreamResponse msg = LMSCORE__V1__SCORE_STREAM_RESPONSE__INIT;
     msg.kind_case = LMSCORE__V1__SCORE_STREAM_RESPONSE__KIND_CHUNK;
     msg.chunk = &run->view.chunk;
-    return call_send(run->c, &msg.base, true) == CALL_SENT;
+    return call_send_queued(run->c, &msg.base) == CALL_SENT;
 }
 
 static int hook_on_items(void *ctx, int32_t first, int32_t n, const float *scores,
@@ -145,100 +155,215 @@ static void engine_run_free(engine_run *run, lms_score_result *res)
     lms_score_result_free(res);
 }
 
-static void fill_summary(Lmscore__V1__ScoreSummary *sum, Lmscore__V1__Usage *usage,
-                         score_timing_view *timing, const score_header *h, lms_algorithm algo,
-                         const char *reason, int64_t n_items)
+/* What a stream's chunks scored, for its summary. */
+typedef struct {
+    Lmscore__V1__Usage usage;
+    score_timing timing;
+    lms_algorithm algorithm; /* the last chunk's */
+    char algorithm_reason[200];
+    int64_t items_scored;
+} stream_totals;
+
+static void stream_totals_init(stream_totals *t)
 {
-    lmscore__v1__score_summary__init(sum);
-    sum->n_label_token_ids = (size_t)h->request.n_labels;
-    sum->label_token_ids = (int32_t *)h->request.label_ids;
-    sum->algorithm = score_algorithm_to_proto(algo);
-    sum->algorithm_reason = (char *)reason;
-    sum->usage = usage;
-    sum->timing = &timing->msg;
-    sum->item_count = n_items;
+    memset(t, 0, sizeof *t);
+    lmscore__v1__usage__init(&t->usage);
+}
+
+static void stream_totals_add(stream_totals *t, const lms_score_result *res)
+{
+    score_usage_add(&t->usage, res);
+    t->algorithm = res->algorithm;
+    memcpy(t->algorithm_reason, res->algorithm_reason, sizeof t->algorithm_reason);
+    t->items_scored += res->n_items;
+}
+
+/* A stream's closing message, sent with OK after every chunk. */
+static void stream_reply(call *c, service_job *job, const score_header *h, stream_totals *t)
+{
+    score_timing_view timing;
+    score_timing_view_fill(&timing, &t->timing);
+    Lmscore__V1__ScoreSummary sum;
+    lmscore__v1__score_summary__init(&sum);
+    sum.n_label_token_ids = (size_t)h->request.n_labels;
+    sum.label_token_ids = (int32_t *)h->request.label_ids;
+    sum.algorithm = score_algorithm_to_proto(t->algorithm);
+    sum.algorithm_reason = t->algorithm_reason;
+    sum.usage = &t->usage;
+    sum.timing = &timing.msg;
+    sum.item_count = t->items_scored;
+    Lmscore__V1__ScoreStreamResponse msg = LMSCORE__V1__SCORE_STREAM_RESPONSE__INIT;
+    msg.kind_case = LMSCORE__V1__SCORE_STREAM_RESPONSE__KIND_SUMMARY;
+    msg.summary = &sum;
+    if (job)
+        service_job_reply(job, &msg.base);
+    else
+        call_reply(c, &msg.base);
+}
+
+/* Most items in one chunk: each scored item costs a pass of the LM head
+ * over the whole vocabulary (most of the work on a small model), so rows
+ * alone do not bound a chunk's time. */
+#define CHUNK_MAX_ITEMS 64
+
+/* The end of the chunk that starts at item first: at most CHUNK_MAX_ITEMS
+ * items while their sequences fit in one packed forward pass, at least one. */
+static int32_t chunk_end(const lms_engine *e, const lms_score_request *header,
+                         const score_items *items, int32_t first)
+{
+    const int64_t budget = lms_engine_options_get(e)->max_packed_tokens;
+    int64_t rows = 0;
+    int32_t end = first;
+    while (end < items->n_items && end - first < CHUNK_MAX_ITEMS &&
+           (end == first || rows + header->query.len + items->items[end].len <= budget)) {
+        rows += header->query.len + items->items[end].len;
+        end++;
+    }
+    return end;
+}
+
+/* Scores the chunk of items that starts at *next (through session when
+ * given), queues its results to c and moves *next past it. index_base is
+ * the stream index of items[0]. On failure st holds the status to end the
+ * call with. */
+static bool score_chunk(lms_engine *engine, lms_score_session *session, call *c,
+                        const score_header *h, const score_items *items, int32_t *next,
+                        int64_t index_base, stream_totals *t, rpc_status *st)
+{
+    int32_t first = *next, end = chunk_end(engine, &h->request, items, first);
+    lms_score_request req = score_request_with_items(h, items);
+    req.items += first;
+    req.n_items = end - first;
+    engine_run run = {.c = c,
+                      .stream = true,
+                      .with_logprobs = h->return_logprobs,
+                      .index_base = index_base + first};
+    lms_score_result res;
+    bool ok = run_engine(engine, session, &run, &req, &res, st);
+    t->timing.engine_ns += run.engine_ns;
+    if (ok) stream_totals_add(t, &res);
+    engine_run_free(&run, &res);
+    *next = end;
+    return ok;
 }
 
 /* ---- Score and ScoreStream -------------------------------------------------- */
 
 typedef struct {
-    service_job base; /* request: a ScoreRequest */
-    bool stream;
+    service_job base;   /* request: a ScoreRequest */
+    service_gate *gate; /* a ScoreStream's; NULL for Score */
+    bool prepared;
+    score_header header;
+    score_items items;
+    int32_t next; /* ScoreStream: the first item not yet scored */
+    stream_totals totals;
 } score_job;
 
-/* The answer of a scored request: a ScoreStream's summary (its chunks have
- * been sent), or Score's response. */
-static void score_job_reply(score_job *job, const score_header *header, engine_run *run,
-                            const lms_score_result *res, const score_timing *timing)
+/* Score's answer: every item at once. */
+static void score_unary(score_job *job, score_timing *timing)
 {
-    score_timing_view timing_view;
-    score_timing_view_fill(&timing_view, timing);
-    Lmscore__V1__Usage usage = LMSCORE__V1__USAGE__INIT;
-    if (job->stream) {
-        score_usage_add(&usage, res);
-        Lmscore__V1__ScoreSummary sum;
-        fill_summary(&sum, &usage, &timing_view, header, res->algorithm, res->algorithm_reason,
-                     res->n_items);
-        Lmscore__V1__ScoreStreamResponse msg = LMSCORE__V1__SCORE_STREAM_RESPONSE__INIT;
-        msg.kind_case = LMSCORE__V1__SCORE_STREAM_RESPONSE__KIND_SUMMARY;
-        msg.summary = &sum;
-        service_job_reply(&job->base, &msg.base);
-    } else {
+    service_job *base = &job->base;
+    lms_score_request req = score_request_with_items(&job->header, &job->items);
+    engine_run run = {.c = base->c, .with_logprobs = job->header.return_logprobs};
+    lms_score_result res = {0};
+    rpc_status st;
+    if (run_engine(base->engine, NULL, &run, &req, &res, &st)) {
+        timing->engine_ns = run.engine_ns;
+        score_timing_view timing_view;
+        score_timing_view_fill(&timing_view, timing);
+        Lmscore__V1__Usage usage = LMSCORE__V1__USAGE__INIT;
         Lmscore__V1__ScoreResponse resp;
-        score_response_fill(&resp, &usage, &run->view, res, header->request.label_ids,
-                            header->return_logprobs);
+        score_response_fill(&resp, &usage, &run.view, &res, job->header.request.label_ids,
+                            job->header.return_logprobs);
         resp.timing = &timing_view.msg;
-        service_job_reply(&job->base, &resp.base);
+        service_job_reply(base, &resp.base);
+    } else {
+        service_job_finish(base, &st);
     }
+    engine_run_free(&run, &res);
 }
 
-static void score_job_run(service_job *base)
+static void score_job_dispose(service_job *base)
+{
+    score_job *job = (score_job *)base;
+    score_items_free(&job->items);
+    score_header_free(&job->header);
+}
+
+static service_job_step score_job_run(service_job *base)
 {
     score_job *job = (score_job *)base;
     const Lmscore__V1__ScoreRequest *req = (const Lmscore__V1__ScoreRequest *)base->request;
-    int64_t started = monotonic_ns();
     score_timing timing = {.queue_ns = base->work.waited_ns};
-    lms_error err = {0};
-    rpc_status st;
-    score_header header = {0};
-    score_items items = {0};
-    engine_run run = {.c = base->c, .stream = job->stream};
-    lms_score_result res = {0};
-    lms_status prepared =
-        score_header_prepare(base->engine, &SCORE_HEADER_FIELDS_OF(req),
-                             ((service *)call_ctx(base->c))->cfg->max_text_bytes, &header, &err);
-    if (prepared == LMS_OK)
-        prepared =
-            score_items_prepare(base->engine, &header, req->items, req->n_items, 0, &items, &err);
-    bool ok = prepared == LMS_OK;
-    if (!ok) {
-        rpc_status_from_error(&st, &err);
-    } else {
-        lms_score_request engine_req = score_request_with_items(&header, &items);
+    if (!job->prepared) {
+        int64_t started = monotonic_ns();
+        lms_error err = {0};
+        lms_status prepared =
+            score_header_prepare(base->engine, &SCORE_HEADER_FIELDS_OF(req),
+                                 base->svc->cfg->max_text_bytes, &job->header, &err);
+        if (prepared == LMS_OK)
+            prepared = score_items_prepare(base->engine, &job->header, req->items, req->n_items, 0,
+                                           &job->items, &err);
+        /* a stream scores by chunks: a bad item is refused before the first */
+        lms_score_request whole = score_request_with_items(&job->header, &job->items);
+        if (prepared == LMS_OK && job->gate)
+            prepared = lms_engine_validate(base->engine, &whole, &err);
+        if (prepared != LMS_OK) {
+            rpc_status st;
+            rpc_status_from_error(&st, &err);
+            service_job_finish(base, &st);
+            return SERVICE_JOB_DONE;
+        }
+        job->prepared = true;
         timing.prepare_ns = monotonic_ns() - started;
-        run.with_logprobs = header.return_logprobs;
-        ok = run_engine(base->engine, NULL, &run, &engine_req, &res, &st);
-        timing.engine_ns = run.engine_ns;
     }
-    if (ok)
-        score_job_reply(job, &header, &run, &res, &timing);
-    else
+    if (!job->gate) {
+        score_unary(job, &timing);
+        return SERVICE_JOB_DONE;
+    }
+    score_timing_add(&job->totals.timing, &timing);
+    rpc_status st;
+    if (!score_chunk(base->engine, NULL, base->c, &job->header, &job->items, &job->next, 0,
+                     &job->totals, &st)) {
         service_job_finish(base, &st);
-    engine_run_free(&run, &res);
-    score_items_free(&items);
-    score_header_free(&header);
+        return SERVICE_JOB_DONE;
+    }
+    if (job->next < job->items.n_items) return service_job_yield(base, job->gate);
+    stream_reply(base->c, base, &job->header, &job->totals);
+    return SERVICE_JOB_DONE;
+}
+
+static void score_stream_free(void *state)
+{
+    service_gate *gate = state;
+    service_gate_destroy(gate);
+    free(gate);
 }
 
 static void on_score_message(call *c, const uint8_t *msg, size_t len, bool stream)
 {
     service *svc = call_ctx(c);
+    service_gate *gate = NULL;
+    if (stream) {
+        gate = malloc(sizeof *gate);
+        if (!gate) {
+            rpc_status st;
+            rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, NULL, NULL, "out of memory");
+            call_finish(c, &st);
+            return;
+        }
+        service_gate_init(gate);
+        call_set_state(c, gate);
+    }
     lms_engine *engine;
     ProtobufCMessage *req =
         service_begin(svc, c, &lmscore__v1__score_request__descriptor, msg, len, &engine);
     if (!req) return;
     score_job *job = service_job_new(sizeof *job, c, engine, req, score_job_run);
     if (!job) return;
-    job->stream = stream;
+    job->base.dispose = score_job_dispose;
+    job->gate = gate;
+    stream_totals_init(&job->totals);
     service_job_submit(svc, &job->base);
 }
 
@@ -264,21 +389,27 @@ typedef struct {
     int64_t pending_base;
     int64_t next_index; /* stream index of the next batch's first item */
 
+    service_gate gate; /* where a batch's job waits for the client */
+
     /* Written by the jobs, which run one at a time. */
     score_header header;
     lms_score_session *session; /* the query prefilled once, for every batch */
-    Lmscore__V1__Usage usage;
-    score_timing timing;
-    lms_algorithm algorithm;
-    char algorithm_reason[200];
-    int64_t items_scored;
+    stream_totals totals;
 } items_stream;
 
 typedef struct {
     service_job base; /* request: a ScoreItemsRequest, the header or a batch */
     items_stream *s;
     int64_t index_base;
+    bool prepared; /* a batch: items holds its tokens, next the first not scored */
+    score_items items;
+    int32_t next;
 } items_job;
+
+static void items_job_dispose(service_job *base)
+{
+    score_items_free(&((items_job *)base)->items);
+}
 
 static void items_stream_free(void *state)
 {
@@ -286,6 +417,7 @@ static void items_stream_free(void *state)
     if (s->pending) lmscore__v1__score_items_request__free_unpacked(s->pending, NULL);
     if (s->session) lms_score_session_end(s->session);
     score_header_free(&s->header);
+    service_gate_destroy(&s->gate);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
@@ -307,21 +439,10 @@ static void items_fail(items_stream *s)
  * client half-closed. */
 static void items_close_locked(items_stream *s, service_job *job)
 {
-    Lmscore__V1__ScoreSummary sum;
-    score_timing_view timing;
-    score_timing_view_fill(&timing, &s->timing);
-    fill_summary(&sum, &s->usage, &timing, &s->header, s->algorithm, s->algorithm_reason,
-                 s->items_scored);
-    Lmscore__V1__ScoreStreamResponse msg = LMSCORE__V1__SCORE_STREAM_RESPONSE__INIT;
-    msg.kind_case = LMSCORE__V1__SCORE_STREAM_RESPONSE__KIND_SUMMARY;
-    msg.summary = &sum;
-    if (job)
-        service_job_reply(job, &msg.base);
-    else
-        call_reply(s->c, &msg.base);
+    stream_reply(s->c, job, &s->header, &s->totals);
 }
 
-static void items_job_run(service_job *base);
+static service_job_step items_job_run(service_job *base);
 
 /* Starts msg's job (taking msg over). Caller holds mu; false when the
  * stream has failed instead (out of memory, or the queue is full: the call
@@ -332,6 +453,7 @@ static bool items_start_job_locked(items_stream *s, Lmscore__V1__ScoreItemsReque
     items_job *job = service_job_new(sizeof *job, s->c, s->engine, &msg->base, items_job_run);
     s->job_running = job != NULL;
     if (job) {
+        job->base.dispose = items_job_dispose;
         job->s = s;
         job->index_base = index_base;
         s->job_running = service_job_submit(s->svc, &job->base);
@@ -385,40 +507,49 @@ static bool items_run_header(items_stream *s, const Lmscore__V1__ScoreItemsHeade
     return true;
 }
 
-static bool items_run_batch(items_stream *s, const Lmscore__V1__ItemBatch *batch,
-                            int64_t index_base, score_timing *t, rpc_status *st)
+/* The batch's tokens, checked whole (a bad item is refused before any of
+ * the batch's results is sent). */
+static bool items_prepare_batch(items_stream *s, items_job *job,
+                                const Lmscore__V1__ItemBatch *batch, score_timing *t,
+                                rpc_status *st)
 {
     lms_error err = {0};
     int64_t t0 = monotonic_ns();
-    score_items items;
-    if (score_items_prepare(s->engine, &s->header, batch->items, batch->n_items, index_base, &items,
-                            &err) != LMS_OK) {
+    lms_status prepared = score_items_prepare(s->engine, &s->header, batch->items, batch->n_items,
+                                              job->index_base, &job->items, &err);
+    if (prepared == LMS_OK) {
+        lms_score_request req = score_request_with_items(&s->header, &job->items);
+        prepared = lms_engine_validate(s->engine, &req, &err);
+    }
+    t->prepare_ns = monotonic_ns() - t0;
+    if (prepared != LMS_OK) {
         rpc_status_from_error(st, &err);
+        rebase_item_field(st, job->index_base);
         return false;
     }
-    lms_score_request req = score_request_with_items(&s->header, &items);
-    t->prepare_ns = monotonic_ns() - t0;
-    engine_run run = {.c = s->c,
-                      .stream = true,
-                      .with_logprobs = s->header.return_logprobs,
-                      .index_base = index_base};
-    lms_score_result res;
-    bool ok = run_engine(s->engine, s->session, &run, &req, &res, st);
-    t->engine_ns = run.engine_ns;
-    if (ok) {
-        score_usage_add(&s->usage, &res);
-        s->algorithm = res.algorithm;
-        memcpy(s->algorithm_reason, res.algorithm_reason, sizeof s->algorithm_reason);
-        s->items_scored += res.n_items;
-    } else {
-        rebase_item_field(st, index_base);
-    }
-    engine_run_free(&run, &res);
-    score_items_free(&items);
-    return ok;
+    job->prepared = true;
+    return true;
 }
 
-static void items_job_run(service_job *base)
+/* A message's job is done: the next one starts, or the stream closes. */
+static void items_message_done(items_stream *s, service_job *job)
+{
+    pthread_mutex_lock(&s->mu);
+    s->job_running = false;
+    if (!s->failed) {
+        if (s->pending) {
+            Lmscore__V1__ScoreItemsRequest *next = s->pending;
+            s->pending = NULL;
+            if (items_start_job_locked(s, next, s->pending_base) && !s->half_closed)
+                call_request_next(s->c); /* the pending slot is free again */
+        } else if (s->half_closed) {
+            items_close_locked(s, job);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+static service_job_step items_job_run(service_job *base)
 {
     items_job *job = (items_job *)base;
     items_stream *s = job->s;
@@ -426,28 +557,28 @@ static void items_job_run(service_job *base)
         (const Lmscore__V1__ScoreItemsRequest *)base->request;
     score_timing timing = {.queue_ns = base->work.waited_ns};
     rpc_status st;
-    bool ok = msg->kind_case == LMSCORE__V1__SCORE_ITEMS_REQUEST__KIND_HEADER
-                  ? items_run_header(s, msg->header, &timing, &st)
-                  : items_run_batch(s, msg->items, job->index_base, &timing, &st);
-    score_timing_add(&s->timing, &timing);
+    bool ok = true;
+    if (msg->kind_case == LMSCORE__V1__SCORE_ITEMS_REQUEST__KIND_HEADER) {
+        ok = items_run_header(s, msg->header, &timing, &st);
+        score_timing_add(&s->totals.timing, &timing);
+    } else {
+        if (!job->prepared) ok = items_prepare_batch(s, job, msg->items, &timing, &st);
+        score_timing_add(&s->totals.timing, &timing);
+        int32_t first = job->next;
+        if (ok && !score_chunk(s->engine, s->session, s->c, &s->header, &job->items, &job->next,
+                               job->index_base, &s->totals, &st)) {
+            rebase_item_field(&st, job->index_base + first);
+            ok = false;
+        }
+        if (ok && job->next < job->items.n_items) return service_job_yield(base, &s->gate);
+    }
     if (!ok) {
         items_fail(s);
         service_job_finish(base, &st);
     } else {
-        pthread_mutex_lock(&s->mu);
-        s->job_running = false;
-        if (!s->failed) {
-            if (s->pending) {
-                Lmscore__V1__ScoreItemsRequest *next = s->pending;
-                s->pending = NULL;
-                if (items_start_job_locked(s, next, s->pending_base) && !s->half_closed)
-                    call_request_next(s->c); /* the pending slot is free again */
-            } else if (s->half_closed) {
-                items_close_locked(s, base);
-            }
-        }
-        pthread_mutex_unlock(&s->mu);
+        items_message_done(s, base);
     }
+    return SERVICE_JOB_DONE;
 }
 
 static void on_items_message(call *c, const uint8_t *data, size_t len)
@@ -463,7 +594,8 @@ static void on_items_message(call *c, const uint8_t *data, size_t len)
         }
         s->svc = call_ctx(c);
         s->c = c;
-        lmscore__v1__usage__init(&s->usage);
+        stream_totals_init(&s->totals);
+        service_gate_init(&s->gate);
         pthread_mutex_init(&s->mu, NULL);
         call_set_state(c, s);
     }
@@ -540,7 +672,28 @@ static void on_items_close(call *c, bool cancelled)
 {
     (void)cancelled;
     items_stream *s = call_state(c);
-    if (s) items_fail(s);
+    if (!s) return;
+    items_fail(s);
+    service_gate_open(&s->gate, c, true);
+}
+
+static void on_items_sent(call *c)
+{
+    items_stream *s = call_state(c);
+    if (s) service_gate_open(&s->gate, c, false);
+}
+
+static void on_score_stream_sent(call *c)
+{
+    service_gate *gate = call_state(c);
+    if (gate) service_gate_open(gate, c, false);
+}
+
+static void on_score_stream_close(call *c, bool cancelled)
+{
+    (void)cancelled;
+    service_gate *gate = call_state(c);
+    if (gate) service_gate_open(gate, c, true);
 }
 
 void rpc_score_init(rpc_score_handlers *h, service *svc)
@@ -554,12 +707,16 @@ void rpc_score_init(rpc_score_handlers *h, service *svc)
                                      .shape = CALL_SERVER_STREAMING,
                                      .counts_as_scoring = true,
                                      .ctx = svc,
-                                     .on_message = on_score_stream};
+                                     .on_message = on_score_stream,
+                                     .on_sent = on_score_stream_sent,
+                                     .on_close = on_score_stream_close,
+                                     .free_state = score_stream_free};
     h->score_items = (call_handler){.path = "/lmscore.v1.ScoreService/ScoreItems",
                                     .shape = CALL_BIDI_STREAMING,
                                     .counts_as_scoring = true,
                                     .ctx = svc,
                                     .on_message = on_items_message,
+                                    .on_sent = on_items_sent,
                                     .on_close = on_items_close,
                                     .free_state = items_stream_free};
 }

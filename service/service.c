@@ -50,6 +50,7 @@ static void job_leave(service_job *job)
 
 static void job_free(service_job *job)
 {
+    if (job->dispose) job->dispose(job);
     protobuf_c_message_free_unpacked(job->request, NULL);
     free(job);
 }
@@ -68,25 +69,46 @@ void service_job_finish(service_job *job, const rpc_status *st)
     call_finish(job->c, st);
 }
 
-/* The worker's entry for every job: the should-stop prologue and the
- * epilogue that gives back what submit took. */
-static void job_main(worker_job *work)
+/* Gives back what submit took and frees the job. */
+static void job_end(service_job *job)
 {
-    service_job *job = (service_job *)work;
-    if (call_should_stop(job->c)) {
-        rpc_status st;
-        call_stopped_status(job->c, &st);
-        service_job_finish(job, &st);
-    } else {
-        job->run(job);
-    }
     job_leave(job);
     call_unref(job->c);
     job_free(job);
 }
 
+/* Ends a job whose call is over, or that can run no more. */
+static void job_stop(service_job *job)
+{
+    rpc_status st;
+    call_stopped_status(job->c, &st);
+    service_job_finish(job, &st);
+    job_end(job);
+}
+
+/* The worker's entry for every piece of a job's work: the should-stop
+ * prologue, then the step run asks for. */
+static void job_main(worker_job *work)
+{
+    service_job *job = (service_job *)work;
+    if (call_should_stop(job->c)) {
+        job_stop(job);
+        return;
+    }
+    switch (job->run(job)) {
+    case SERVICE_JOB_DONE:
+        job_end(job);
+        break;
+    case SERVICE_JOB_AGAIN:
+        if (!worker_pool_resubmit(job->svc->workers, &job->work)) job_stop(job);
+        break;
+    case SERVICE_JOB_PARKED:
+        break; /* its gate resubmits it; it may run again already */
+    }
+}
+
 void *service_job_new(size_t size, call *c, lms_engine *engine, ProtobufCMessage *request,
-                      void (*run)(service_job *job))
+                      service_job_step (*run)(service_job *job))
 {
     service_job *job = calloc(1, size);
     if (!job) {
@@ -98,6 +120,7 @@ void *service_job_new(size_t size, call *c, lms_engine *engine, ProtobufCMessage
     }
     job->work.run = job_main;
     job->run = run;
+    job->svc = call_ctx(c);
     job->c = c;
     job->engine = engine;
     job->request = request;
@@ -121,4 +144,38 @@ bool service_job_submit(service *svc, service_job *job)
     call_unref(job->c);
     job_free(job);
     return false;
+}
+
+void service_gate_init(service_gate *g)
+{
+    pthread_mutex_init(&g->mu, NULL);
+    g->parked = NULL;
+}
+
+void service_gate_destroy(service_gate *g)
+{
+    pthread_mutex_destroy(&g->mu);
+}
+
+service_job_step service_job_yield(service_job *job, service_gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    bool wait = call_send_backlog(job->c) > 0;
+    if (wait) g->parked = job;
+    pthread_mutex_unlock(&g->mu);
+    return wait ? SERVICE_JOB_PARKED : SERVICE_JOB_AGAIN;
+}
+
+void service_gate_open(service_gate *g, call *c, bool call_over)
+{
+    pthread_mutex_lock(&g->mu);
+    service_job *job = g->parked;
+    if (job && (call_over || call_send_backlog(c) == 0))
+        g->parked = NULL;
+    else
+        job = NULL;
+    pthread_mutex_unlock(&g->mu);
+    /* A call that is over needs no worker to end its job (and the pool may
+     * be stopping). */
+    if (job && (call_over || !worker_pool_resubmit(job->svc->workers, &job->work))) job_stop(job);
 }

@@ -6,6 +6,7 @@
 #ifndef LMSCORED_SERVICE_H
 #define LMSCORED_SERVICE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "call.h"
@@ -41,25 +42,33 @@ ProtobufCMessage *service_begin(service *svc, call *c, const ProtobufCMessageDes
  * reference and an in-flight job count (taken by service_job_submit, given
  * back when the job is done), the request message and the job itself. A job
  * type embeds it first and adds its own fields. */
+/* What a job's run did: finished (the job is freed), or a piece of its
+ * work, the rest to run after the jobs queued meanwhile (AGAIN) or once its
+ * client has taken what it was sent (PARKED, at a service_gate). */
+typedef enum { SERVICE_JOB_DONE, SERVICE_JOB_AGAIN, SERVICE_JOB_PARKED } service_job_step;
+
 typedef struct service_job {
     worker_job work; /* the pool's part */
-    void (*run)(struct service_job *job);
+    service_job_step (*run)(struct service_job *job);
+    service *svc;
     call *c;
     lms_engine *engine;
     ProtobufCMessage *request;
-    bool counted; /* in ServerStats.in_flight_jobs */
+    void (*dispose)(struct service_job *job); /* optional: frees the type's own fields */
+    bool counted;                             /* in ServerStats.in_flight_jobs */
 } service_job;
 
 /* A zeroed job of size bytes (a type that starts with a service_job) for
  * call c, owning request; run does its work. NULL when out of memory: the
  * call is then ended (RESOURCE_EXHAUSTED) and request freed. */
 void *service_job_new(size_t size, call *c, lms_engine *engine, ProtobufCMessage *request,
-                      void (*run)(service_job *job));
+                      service_job_step (*run)(service_job *job));
 
 /* Queues job. On its worker, a job whose call should stop ends the call
- * (call_stopped_status) instead of running; either way it is freed when
- * done. On a full queue the call ends with RESOURCE_EXHAUSTED (reason
- * queue_full), the job is freed and false is returned. */
+ * (call_stopped_status) instead of running (also before each later piece of
+ * its work); either way it is freed when done. On a full queue the call
+ * ends with RESOURCE_EXHAUSTED (reason queue_full), the job is freed and
+ * false is returned. */
 bool service_job_submit(service *svc, service_job *job);
 
 /* End the job's call with msg (OK) or st. The job leaves
@@ -67,5 +76,21 @@ bool service_job_submit(service *svc, service_job *job);
  * counters without it. */
 void service_job_reply(service_job *job, const ProtobufCMessage *msg);
 void service_job_finish(service_job *job, const rpc_status *st);
+
+/* service_gate — where a streaming call's job waits, holding no worker,
+ * for its client to take the messages it queued (call_send_queued): the
+ * call's on_sent opens the gate once none waits, its on_close once the
+ * call is over (the job then ends as a stopped call). */
+typedef struct {
+    pthread_mutex_t mu;
+    service_job *parked;
+} service_gate;
+
+void service_gate_init(service_gate *g);
+void service_gate_destroy(service_gate *g);
+/* The step after a piece of a streaming job's work: PARKED at g while
+ * messages queued for its call wait, else AGAIN. */
+service_job_step service_job_yield(service_job *job, service_gate *g);
+void service_gate_open(service_gate *g, call *c, bool call_over);
 
 #endif

@@ -127,10 +127,10 @@ lms_status worker_pool_start(int n_workers, int threads_per_worker, int queue_de
     return LMS_OK;
 }
 
-bool worker_pool_submit(worker_pool *p, worker_job *job)
+static bool enqueue(worker_pool *p, worker_job *job, bool within_depth)
 {
     pthread_mutex_lock(&p->mu);
-    bool ok = !p->stopping && p->queued < p->queue_depth;
+    bool ok = !p->stopping && (!within_depth || p->queued < p->queue_depth);
     if (ok) {
         job->submitted_ns = monotonic_ns();
         job->next = NULL;
@@ -144,6 +144,16 @@ bool worker_pool_submit(worker_pool *p, worker_job *job)
     }
     pthread_mutex_unlock(&p->mu);
     return ok;
+}
+
+bool worker_pool_submit(worker_pool *p, worker_job *job)
+{
+    return enqueue(p, job, true);
+}
+
+bool worker_pool_resubmit(worker_pool *p, worker_job *job)
+{
+    return enqueue(p, job, false);
 }
 
 int worker_pool_queued(worker_pool *p)

@@ -30,6 +30,10 @@ lms_status worker_pool_start(int n_workers, int threads_per_worker, int queue_de
                              worker_pool **out, lms_error *err);
 /* Queues job; false when queue_depth jobs already wait or the pool stops. */
 bool worker_pool_submit(worker_pool *p, worker_job *job);
+/* Queues a job again, after the others (its next piece of work): the queue
+ * depth does not apply (the job was admitted once); false once the pool
+ * stops. */
+bool worker_pool_resubmit(worker_pool *p, worker_job *job);
 /* Jobs waiting for a worker now. */
 int worker_pool_queued(worker_pool *p);
 /* Runs what is queued, then joins the workers and frees the pool; false

@@ -269,6 +269,11 @@ void lms_engine_cache_stats(lms_engine *engine, lms_cache_stats *out);
 lms_status lms_engine_score(lms_engine *engine, const lms_score_request *req,
                             const lms_score_hooks *hooks, lms_score_result *out, lms_error *err);
 void lms_score_result_free(lms_score_result *res);
+/* lms_engine_score's checks alone, with its reasons: a caller that scores a
+ * request in several calls (a stream, a chunk at a time) refuses a bad item
+ * before it has sent any result. */
+lms_status lms_engine_validate(const lms_engine *engine, const lms_score_request *req,
+                               lms_error *err);
 
 /* A scoring session: one query and label set, items arriving in batches (the
  * ScoreItems stream). begin validates the header (its items are ignored; the

@@ -559,6 +559,11 @@ out:
     return st;
 }
 
+lms_status lms_engine_validate(const lms_engine *e, const lms_score_request *req, lms_error *err)
+{
+    return validate(e, req, err);
+}
+
 lms_status lms_engine_score(lms_engine *e, const lms_score_request *req,
                             const lms_score_hooks *hooks, lms_score_result *out, lms_error *err)
 {

@@ -229,8 +229,9 @@ def test_deadline_stops_the_work():
                      grpc.StatusCode.DEADLINE_EXCEEDED, None)
         after = d.wait_idle(timeout=30)
         stopped_after = time.monotonic() - t0
-        # the work stopped: nothing was counted as scored ...
-        assert after.items_total == before.items_total
+        # the work stopped: Score's items were not counted as scored, nor
+        # ScoreStream's past the chunks it finished ...
+        assert after.items_total - before.items_total < 3000
         # ... long before the whole request could have been scored
         t1 = time.monotonic()
         resp = stub.Score(big_request(), timeout=600)

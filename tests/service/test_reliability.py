@@ -81,7 +81,8 @@ def one_scoring_call(stub, rnd):
 
 
 def server_outcomes(d):
-    """(code, reason) of every scoring call the daemon finished (debug log)."""
+    """(code, reason) of every scoring call the daemon logged as finished
+    (every call at --log-level debug; from the drain on, at any level)."""
     out = collections.Counter()
     for line in d.log().splitlines():
         if 'msg="call finished"' in line and "ScoreService/Score" in line:
@@ -133,22 +134,16 @@ def sigterm_under_load(d, polite, n_clients):
 def test_sigterm_under_load_loses_no_call():
     """Clients that go elsewhere once told the daemon is draining (as
     docs/deployment.md asks): every call ends OK or with an ErrorInfo
-    (draining), none is cancelled without details, and the client sees
-    exactly the outcomes the daemon sent. A call that never reached the
-    daemon fails UNAVAILABLE at the client's transport, which gRPC clients
-    retry."""
+    (draining), none is cancelled without details (the drain waits until no
+    call has come or ended for 250 ms, so a client answered OK has sent its
+    next call, and been told draining, before gRPC core's shutdown would
+    cancel it), and the client sees exactly the outcomes the daemon sent. A
+    call that never reached the daemon fails UNAVAILABLE at the client's
+    transport, which gRPC clients retry."""
     d = Daemon("--workers", "2", "--queue-depth", "256", "--drain-timeout", "20s",
                "--log-level", "debug")
     results, _ = sigterm_under_load(d, polite=True, n_clients=8)
-    # A call that reaches gRPC core after its shutdown began (sent while the
-    # GOAWAY travelled) is cancelled by the core before the daemon sees it
-    # (service/server.c). The daemon never took such a call: every call it
-    # finished is among the client's OK-or-ErrorInfo outcomes (checked
-    # below), so a CANCELLED without details is not one of them.
-    unseen = [r for r in results if r[1] == "CANCELLED" and r[2] is None]
-    assert len(unseen) <= 1, unseen
-    lost = [r for r in results
-            if r[1] != "OK" and r[2] is None and r[1] != "UNAVAILABLE" and r not in unseen]
+    lost = [r for r in results if r[1] != "OK" and r[2] is None and r[1] != "UNAVAILABLE"]
     assert not lost, lost
     client_side = collections.Counter((r[1], r[2]) for r in results if r[1] == "OK" or r[2])
     assert client_side == server_outcomes(d), (client_side, server_outcomes(d))
@@ -158,14 +153,18 @@ def test_sigterm_under_load_loses_no_call():
 def test_sigterm_under_load_from_clients_that_keep_calling():
     """Clients that keep calling through the drain: the calls refused with
     draining do not hold the drain up (it ends in seconds, not at
-    --drain-timeout), every call the daemon took ends OK or draining, and
-    every OK it sent arrives."""
-    d = Daemon("--workers", "2", "--queue-depth", "256", "--drain-timeout", "20s",
-               "--log-level", "debug")
+    --drain-timeout), and at the default log level every call the drain saw
+    is logged with its outcome: OK or draining, exactly as many draining as
+    the clients were told (the calls that ended before the signal are not
+    logged at info). A CANCELLED without details here is a call gRPC core
+    cancelled before the daemon saw it (docs/operations.md)."""
+    d = Daemon("--workers", "2", "--queue-depth", "256", "--drain-timeout", "20s")
     results, drain_s = sigterm_under_load(d, polite=False, n_clients=16)
     server_side = server_outcomes(d)
     assert set(server_side) <= {("OK", None), ("UNAVAILABLE", "draining")}, server_side
-    assert sum(r[1] == "OK" for r in results) == server_side[("OK", None)]
+    told_draining = sum(r[1] == "UNAVAILABLE" and r[2] == "draining" for r in results)
+    assert told_draining > 0 and told_draining == server_side[("UNAVAILABLE", "draining")]
+    assert server_side[("OK", None)] <= sum(r[1] == "OK" for r in results)
     assert drain_s < 10, d.log()
     assert "drain timeout" not in d.log() and "still running" not in d.log()
 
@@ -768,3 +767,37 @@ def test_sigterm_ends_the_daemon_whatever_runs(hook):
             ch.close()
     finally:
         d.stop(signal.SIGKILL)
+
+
+def test_a_stream_that_is_not_read_holds_no_worker():
+    """A ScoreStream whose client never reads (1,000 items of 200 labels with
+    log-probs: far more than the HTTP/2 window holds) parks between chunks
+    instead of holding the only worker: another client's Score calls
+    meanwhile wait at most about one chunk of work (64 items, timed here as
+    a Score of 64 such items), where they once timed out until the stream's
+    own deadline. Its cancel frees it."""
+    labels = list(range(1000, 1200))
+
+    def request(n):
+        return score_pb2.ScoreRequest(query=tokens([1, 2, 3, 4]), items=[tokens([5, 6, 7])] * n,
+                                      label_token_ids=labels, return_logprobs=True)
+    with Daemon("--workers", "1") as d, d.channel() as ch:
+        stub = score_pb2_grpc.ScoreServiceStub(ch)
+        t0 = time.monotonic()
+        stub.Score(request(64), timeout=300)
+        chunk_s = time.monotonic() - t0
+        # no BDP probing: the window stays at 64 KB, which one chunk fills
+        slow_ch = d.channel(**{"grpc.http2.bdp_probe": 0, "grpc.use_local_subchannel_pool": 1})
+        unread = score_pb2_grpc.ScoreServiceStub(slow_ch).ScoreStream(request(1000), timeout=600)
+        d.wait_jobs(1)
+        latencies, end = [], time.monotonic() + max(8, 4 * chunk_s)
+        while time.monotonic() < end:
+            t0 = time.monotonic()
+            stub.Score(score_request(3), timeout=120)
+            latencies.append(time.monotonic() - t0)
+        busy = d.stats()
+        unread.cancel()
+        slow_ch.close()
+        d.wait_idle()
+    assert busy.in_flight_calls == 1, busy
+    assert max(latencies) < 2 * chunk_s + 1.0, (max(latencies), chunk_s, len(latencies))
