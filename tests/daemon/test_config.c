@@ -14,32 +14,37 @@
 
 #include "config.h"
 
-static lms_status parse(lmscored_config *cfg, config_outcome *outcome, lms_error *err, ...)
+/* config_parse over "lmscored" and the NULL-terminated arguments in ap. */
+static lms_status parse_args(lmscored_config *cfg, config_outcome *outcome, lms_error *err,
+                             va_list ap)
 {
     char *argv[32] = {"lmscored"};
     int argc = 1;
-    va_list ap;
-    va_start(ap, err);
     for (char *a; (a = va_arg(ap, char *)) != NULL && argc < 31;)
         argv[argc++] = a;
-    va_end(ap);
     memset(err, 0, sizeof *err);
     return config_parse(argc, argv, cfg, outcome, err);
 }
 
+static lms_status parse(lmscored_config *cfg, config_outcome *outcome, lms_error *err, ...)
+{
+    va_list ap;
+    va_start(ap, err);
+    lms_status st = parse_args(cfg, outcome, err, ap);
+    va_end(ap);
+    return st;
+}
+
 static void expect_bad_flag(const char *field, ...)
 {
-    char *argv[32] = {"lmscored"};
-    int argc = 1;
-    va_list ap;
-    va_start(ap, field);
-    for (char *a; (a = va_arg(ap, char *)) != NULL && argc < 31;)
-        argv[argc++] = a;
-    va_end(ap);
     lmscored_config cfg;
     config_outcome outcome;
-    lms_error err = {0};
-    assert_int_equal(config_parse(argc, argv, &cfg, &outcome, &err), LMS_ERR_INVALID_ARGUMENT);
+    lms_error err;
+    va_list ap;
+    va_start(ap, field);
+    lms_status st = parse_args(&cfg, &outcome, &err, ap);
+    va_end(ap);
+    assert_int_equal(st, LMS_ERR_INVALID_ARGUMENT);
     assert_string_equal(err.reason, "bad_flag");
     assert_string_equal(err.field, field);
     assert_true(err.msg[0] != '\0');

@@ -115,19 +115,6 @@ static void test_stop_is_bounded_by_a_stuck_job(void **state)
     assert_int_equal(n_done, 1);
 }
 
-/* A job that is busy without progress for a while, then with. */
-static void run_stalling_job(worker_job *work)
-{
-    (void)work;
-    pthread_mutex_lock(&mu);
-    running++;
-    pthread_cond_broadcast(&changed);
-    while (!released)
-        pthread_cond_wait(&changed, &mu);
-    running--;
-    pthread_mutex_unlock(&mu);
-}
-
 static void test_stalled_ms(void **state)
 {
     (void)state;
@@ -136,8 +123,9 @@ static void test_stalled_ms(void **state)
     assert_int_equal(worker_pool_start(1, 1, 4, &p, &err), LMS_OK);
     assert_int_equal(worker_pool_stalled_ms(p), 0); /* idle */
     release(false);
-    worker_job job = {.run = run_stalling_job};
-    assert_true(worker_pool_submit(p, &job));
+    int order[1], n_done = 0;
+    test_job busy = make(0, order, &n_done, true); /* busy, without progress */
+    assert_true(worker_pool_submit(p, &busy.work));
     wait_running(1);
     struct timespec pause = {0, 150 * 1000000};
     nanosleep(&pause, NULL);
