@@ -159,8 +159,10 @@ void service_gate_destroy(service_gate *g)
 
 service_job_step service_job_yield(service_job *job, service_gate *g)
 {
+    /* A call already over (its on_close may have opened the gate before
+     * this job came to it) is not waited for: its next run ends it. */
     pthread_mutex_lock(&g->mu);
-    bool wait = call_send_backlog(job->c) > 0;
+    bool wait = call_send_backlog(job->c) > 0 && !call_should_stop(job->c);
     if (wait) g->parked = job;
     pthread_mutex_unlock(&g->mu);
     return wait ? SERVICE_JOB_PARKED : SERVICE_JOB_AGAIN;
