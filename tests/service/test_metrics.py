@@ -498,6 +498,11 @@ def test_metrics_survive_slow_and_idle_clients():
                 s.bind(("127.0.0.2", 0))
                 s.connect(("127.0.0.1", port))
                 s.close()
+            # the acceptor takes every connection as it comes (here within a
+            # second, on a loaded machine): the queue does not build up
+            deadline = time.monotonic() + 1
+            while metrics_port_sockets(port)["listen_queue"] and time.monotonic() < deadline:
+                time.sleep(0.05)
             queue = metrics_port_sockets(port)["listen_queue"]
             assert scrape_seconds(metrics.url) is not None
         finally:

@@ -172,8 +172,10 @@ def test_sigterm_under_load_from_clients_that_keep_calling():
 def test_calls_past_the_drain_timeout_end_with_details():
     """A call still running when --drain-timeout ends, and an idle reflection
     stream, end UNAVAILABLE (draining) with an ErrorInfo, not cancelled."""
-    d = Daemon("--drain-timeout", "300ms", "--workers", "1", binary=LMSCORED_TEST_HOOKS,
-               env={"LMSCORE_TEST_STALL_WORKER_MS": "2000"})
+    # two workers: both calls stall at once and are done well within the
+    # 2 s the process has after --drain-timeout
+    d = Daemon("--drain-timeout", "300ms", "--workers", "2", binary=LMSCORED_TEST_HOOKS,
+               env={"LMSCORE_TEST_STALL_WORKER_MS": "1500"})
     try:
         with d.channel() as ch:
             stub = score_pb2_grpc.ScoreServiceStub(ch)
