@@ -90,7 +90,7 @@ INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, int32_t b, int g0, i
     UNROLL for (int i = 0; i < Q8_R; i++) sums[i] = _mm256_setzero_si256();
     if (codes == 1 && bias == 128) {
         const __m256i flip = _mm256_set1_epi8((char)0x80);
-        UNROLL for (int g = g0; g < g1; g++)
+        _Pragma("GCC unroll 2") for (int g = g0; g < g1; g++)
         {
             const __m256i w = _mm256_xor_si256(
                 _mm256_loadu_si256((const __m256i *)(wb + g * 4 * LMS_PANEL)), flip);
@@ -107,7 +107,7 @@ INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, int32_t b, int g0, i
         return;
     }
     if (codes == 1) {
-        UNROLL for (int g = g0; g < g1; g += 2)
+        _Pragma("GCC unroll 1") for (int g = g0; g < g1; g += 2)
         {
             const __m256i w0 = _mm256_loadu_si256((const __m256i *)(wb + g * 4 * LMS_PANEL));
             const __m256i w1 = _mm256_loadu_si256((const __m256i *)(wb + (g + 1) * 4 * LMS_PANEL));
@@ -124,7 +124,7 @@ INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, int32_t b, int g0, i
     } else {
         __m256i lo[Q8_R], hi[Q8_R]; /* columns 0-3 and 4-7 of the slice, per k pair */
         UNROLL for (int i = 0; i < Q8_R; i++) lo[i] = hi[i] = _mm256_setzero_si256();
-        UNROLL for (int g = g0; g < g1; g++)
+        _Pragma("GCC unroll 2") for (int g = g0; g < g1; g++)
         {
             const __m256i w = _mm256_loadu_si256((const __m256i *)(wb + g * 4 * LMS_PANEL));
             const __m256i w_lo = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(w));
