@@ -16,6 +16,7 @@
 #include <math.h>
 #include <omp.h>
 #include <string.h>
+#include <time.h>
 
 #include "alloc.h"
 #include "lm_head.h"
@@ -26,6 +27,25 @@
  * microseconds of wake-up and barrier, more than the work itself. */
 #define PARALLEL_MIN_ELEMENTS    65536
 #define PARALLEL_IF(rows, width) if ((int64_t)(rows) * (width) >= PARALLEL_MIN_ELEMENTS)
+
+const char *const forward_phase_names[FORWARD_PHASES] = {
+    [FORWARD_EMBED] = "embedding",     [FORWARD_NORM] = "norms",          [FORWARD_QKV] = "q, k, v",
+    [FORWARD_ROPE] = "q/k norm, RoPE", [FORWARD_ATTENTION] = "attention", [FORWARD_O] = "o",
+    [FORWARD_GATE_UP] = "gate, up",    [FORWARD_SWIGLU] = "SwiGLU",       [FORWARD_DOWN] = "down",
+    [FORWARD_LM_HEAD] = "LM head",
+};
+
+/* Adds the time since *since to phase p of the profile (if any) and
+ * restarts *since. */
+static void phase_done(forward_profile *profile, forward_phase p, struct timespec *since)
+{
+    if (!profile) return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    profile->seconds[p] +=
+        (double)(now.tv_sec - since->tv_sec) + 1e-9 * (double)(now.tv_nsec - since->tv_nsec);
+    *since = now;
+}
 
 static void add_bias(float *y, int32_t rows, const float *bias, int32_t n)
 {
@@ -105,6 +125,9 @@ lms_status forward_run(const lms_model *m, const model_weights *mw, const forwar
         st = lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for a %d-row forward pass", t);
         goto out;
     }
+    forward_profile *prof = b->profile;
+    struct timespec since;
+    if (prof) clock_gettime(CLOCK_MONOTONIC, &since);
     for (int32_t i = 0; i < hd / 2; i++) {
         double f = pow((double)c->rope_theta, -2.0 * i / hd);
         if (c->rope_freq_factors) f /= c->rope_freq_factors[i];
@@ -113,6 +136,7 @@ lms_status forward_run(const lms_model *m, const model_weights *mw, const forwar
 #pragma omp parallel for PARALLEL_IF(t, d)
     for (int32_t r = 0; r < t; r++)
         lms_weights_row(&mw->tok_embd, b->tokens[r], x + (size_t)r * d);
+    phase_done(prof, FORWARD_EMBED, &since);
 
     const matmul_config *mm = &tune->matmul;
     for (int32_t l = 0; l < c->n_layers; l++) {
@@ -123,12 +147,15 @@ lms_status forward_run(const lms_model *m, const model_weights *mw, const forwar
         const lms_layer_weights *lv = &m->layers[l]; /* norms and biases */
         const layer_weights *w = &mw->layers[l];
         rmsnorm_rows(h, x, t, lv->attn_norm, d, c->rms_eps);
+        phase_done(prof, FORWARD_NORM, &since);
         const matmul_product qkv[] = {
             {&w->wq, q, KERNEL_STORE}, {&w->wk, k, KERNEL_STORE}, {&w->wv, v, KERNEL_STORE}};
         matmul_many(mm, qkv, 3, h, t, scratch);
+        phase_done(prof, FORWARD_QKV, &since);
         add_bias(q, t, lv->bq, qd);
         add_bias(k, t, lv->bk, kvd);
         add_bias(v, t, lv->bv, kvd);
+        phase_done(prof, FORWARD_NORM, &since);
         norm_and_rope(c, q, t, c->n_heads, lv->q_norm, b->positions, inv_freq);
         norm_and_rope(c, k, t, c->n_kv_heads, lv->k_norm, b->positions, inv_freq);
         if (b->capture) {
@@ -141,18 +168,25 @@ lms_status forward_run(const lms_model *m, const model_weights *mw, const forwar
                 memcpy(kv_prefix_v(b->capture, l), v, n * sizeof(float));
             }
         }
+        phase_done(prof, FORWARD_ROPE, &since);
         attn_run(plan, q, k, v, cached ? kv_prefix_k(b->cached, l) : NULL,
                  cached ? kv_prefix_v(b->cached, l) : NULL, att);
+        phase_done(prof, FORWARD_ATTENTION, &since);
         matmul(mm, &w->wo, att, t, KERNEL_ACCUMULATE, x, scratch);
+        phase_done(prof, FORWARD_O, &since);
 
         rmsnorm_rows(h, x, t, lv->ffn_norm, d, c->rms_eps);
+        phase_done(prof, FORWARD_NORM, &since);
         const matmul_product gate_up[] = {{&w->w_gate, gate, KERNEL_STORE},
                                           {&w->w_up, up, KERNEL_STORE}};
         matmul_many(mm, gate_up, 2, h, t, scratch);
+        phase_done(prof, FORWARD_GATE_UP, &since);
 #pragma omp parallel for PARALLEL_IF(t, ff * 4)
         for (int32_t r = 0; r < t; r++)
             vec_swiglu(gate + (size_t)r * ff, up + (size_t)r * ff, (size_t)ff);
+        phase_done(prof, FORWARD_SWIGLU, &since);
         matmul(mm, &w->w_down, gate, t, KERNEL_ACCUMULATE, x, scratch);
+        phase_done(prof, FORWARD_DOWN, &since);
     }
     if (b->capture) {
         b->capture->len = b->layout.prefix_rows;
@@ -161,6 +195,7 @@ lms_status forward_run(const lms_model *m, const model_weights *mw, const forwar
     }
     st = lm_head_label_logprobs(m, &mw->output, mm, x, b->score_rows, b->n_score_rows, b->labels,
                                 b->n_labels, b->label_logprobs, err);
+    phase_done(prof, FORWARD_LM_HEAD, &since);
 out:
     attn_plan_free(plan);
     matmul_scratch_free(scratch);

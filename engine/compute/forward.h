@@ -18,6 +18,28 @@
 #include "model_weights.h"
 #include "lmscore.h"
 
+/* Where a pass spends its time, for the benchmarks (bench_phases): seconds
+ * added per phase, when a batch asks for it. */
+typedef enum {
+    FORWARD_EMBED,     /* the embedding rows */
+    FORWARD_NORM,      /* RMSNorms, biases */
+    FORWARD_QKV,       /* the q, k, v projections (x quantised once) */
+    FORWARD_ROPE,      /* q, k per-head norms and RoPE, the K/V capture */
+    FORWARD_ATTENTION, /* attention (K/V packed, scores, softmax, P·V) */
+    FORWARD_O,         /* the output projection */
+    FORWARD_GATE_UP,   /* the gate and up projections */
+    FORWARD_SWIGLU,    /* silu(gate) · up */
+    FORWARD_DOWN,      /* the down projection */
+    FORWARD_LM_HEAD,   /* final norm, LM head, log-softmax */
+    FORWARD_PHASES
+} forward_phase;
+
+extern const char *const forward_phase_names[FORWARD_PHASES];
+
+typedef struct {
+    double seconds[FORWARD_PHASES];
+} forward_profile;
+
 typedef struct {
     attn_layout layout;       /* n_rows, prefix, segments, dense_mask */
     const int32_t *tokens;    /* [n_rows] */
@@ -33,6 +55,7 @@ typedef struct {
 
     int (*should_stop)(void *ctx); /* polled between layers; may be NULL */
     void *stop_ctx;
+    forward_profile *profile; /* receives the phases' seconds; may be NULL */
 } forward_batch;
 
 typedef struct {
