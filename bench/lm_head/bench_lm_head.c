@@ -1,7 +1,8 @@
 /*
- * bench_lm_head — the LM head (engine/compute/lm_head.c) against what it replaced,
- * one OpenBLAS sgemm over the chunk's rows and a log-softmax over the
- * full-vocabulary logits, on a real model's output matrix, in one run.
+ * bench_lm_head — the LM head (engine/compute/lm_head.c) against one
+ * OpenBLAS sgemm over the chunk's rows and a log-softmax over the
+ * full-vocabulary logits, on a real model's output matrix in f32 (the
+ * engine's panels, and a row-major copy for sgemm), in one run.
  *
  *   bench_lm_head MODEL [REPS]
  *
@@ -27,23 +28,24 @@ static const int32_t ROWS[] = {1, 10, 64};
 #define MAX_ROWS 64
 
 /* The sgemm way: rmsnorm, logits = h · Woutᵀ, log-softmax per row. */
-static int sgemm_head(const lms_model *m, const lms_weights *head, const float *x, int32_t n,
-                      const int32_t *labels, int32_t n_labels, float *h, float *logits, float *out)
+static int sgemm_head(const vec_kernels *vec, const lms_model *m, const float *head, const float *x,
+                      int32_t n, const int32_t *labels, int32_t n_labels, float *h, float *logits,
+                      float *out)
 {
     const lms_model_config *c = &m->cfg;
     const int32_t d = c->d_model, v = c->vocab_size;
     for (int32_t i = 0; i < n; i++)
-        vec_rmsnorm(h + (size_t)i * d, x + (size_t)i * d, m->output_norm, d, c->rms_eps);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, v, d, 1.0f, h, d, head->f32, d, 0.0f,
-                logits, v);
+        vec->rmsnorm(h + (size_t)i * d, x + (size_t)i * d, m->output_norm, d, c->rms_eps);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, v, d, 1.0f, h, d, head, d, 0.0f, logits,
+                v);
 #pragma omp parallel for if (n > 1)
     for (int32_t i = 0; i < n; i++) {
         float *l = logits + (size_t)i * v;
-        float mx = vec_max(l, v);
+        float mx = vec->max(l, v);
         double lse = mx;
         for (int32_t j = 0; j < n_labels; j++)
             out[(size_t)i * n_labels + j] = l[labels[j]];
-        lse += log(vec_exp_shifted(l, v, mx));
+        lse += log(vec->exp_shifted(l, v, mx));
         for (int32_t j = 0; j < n_labels; j++)
             out[(size_t)i * n_labels + j] = (float)(out[(size_t)i * n_labels + j] - lse);
     }
@@ -72,13 +74,16 @@ int main(int argc, char **argv)
     float *x = lms_alloc((size_t)MAX_ROWS * d * sizeof(float));
     float *h = lms_alloc((size_t)MAX_ROWS * d * sizeof(float));
     float *logits = lms_alloc((size_t)MAX_ROWS * v * sizeof(float));
+    float *w = lms_alloc((size_t)v * d * sizeof(float)); /* the head, row-major */
     float out_head[MAX_ROWS * 3], out_sgemm[MAX_ROWS * 3];
-    if (!x || !h || !logits || reps < 1) {
+    if (!x || !h || !logits || !w || reps < 1) {
         fprintf(stderr, "bench_lm_head: %s\n", reps < 1 ? "REPS must be >= 1" : "no memory");
         return 1;
     }
     for (size_t i = 0; i < (size_t)MAX_ROWS * d; i++)
         x[i] = (float)((i * 7919u) % 2000u) / 1000.0f - 1.0f;
+    for (int32_t r = 0; r < v; r++)
+        lms_weights_row(&e->weights->output, r, w + (size_t)r * d);
     const double w_bytes = (double)v * d * sizeof(float);
     printf("LM head of %s (vocabulary %d × %d), OpenMP threads: %d, best of %d\n\n", m->cfg.name, v,
            d, omp_get_max_threads(), reps);
@@ -96,7 +101,7 @@ int main(int argc, char **argv)
                 return 1;
             }
             double t1 = monotonic_seconds();
-            sgemm_head(m, &e->weights->output, x, n, labels, 3, h, logits, out_sgemm);
+            sgemm_head(e->tune.matmul.tier->vec, m, w, x, n, labels, 3, h, logits, out_sgemm);
             double t2 = monotonic_seconds();
             if (r > 0 && t1 - t0 < best_head) best_head = t1 - t0;
             if (r > 0 && t2 - t1 < best_sgemm) best_sgemm = t2 - t1;
@@ -115,6 +120,7 @@ int main(int argc, char **argv)
     lms_free(x);
     lms_free(h);
     lms_free(logits);
+    lms_free(w);
     lms_engine_close(e);
     return rc;
 }

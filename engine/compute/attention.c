@@ -134,11 +134,11 @@ static void weighted_values(const attn_plan *p, const attn_io *io, const float *
 
 /* Softmax in place over the first `visible` of a row's scores (already
  * scaled); the rest of the row's n entries become 0. */
-static void softmax_visible(float *s, int32_t visible, int32_t n)
+static void softmax_visible(const vec_kernels *vec, float *s, int32_t visible, int32_t n)
 {
-    const float mx = vec_max(s, visible);
-    const double sum = vec_exp_shifted(s, visible, mx);
-    vec_scale(s, visible, (float)(1.0 / sum));
+    const float mx = vec->max(s, visible);
+    const double sum = vec->exp_shifted(s, visible, mx);
+    vec->scale(s, visible, (float)(1.0 / sum));
     memset(s + visible, 0, (size_t)(n - visible) * sizeof *s);
 }
 
@@ -178,8 +178,8 @@ static void block_head_segment(const attn_plan *p, const attn_block *blk, const 
             float *row = s + (size_t)i * ld;
             memcpy(row + n_sh, own + (size_t)i * ld_own + skew, (size_t)n_own * sizeof *row);
             const int32_t visible = n_sh + pc->a + i - pc->own0 + 1;
-            vec_scale(row, visible, io->scale);
-            softmax_visible(row, visible, (int32_t)ld);
+            p->geo.vec->scale(row, visible, io->scale);
+            softmax_visible(p->geo.vec, row, visible, (int32_t)ld);
         }
         attend(p, io, h, g, pc->a, rows, s, ld, blk->shared, pc->own0, n_own);
     }
@@ -205,8 +205,8 @@ static void block_head_dense(const attn_plan *p, const attn_block *blk, const at
             memset(row, 0, (size_t)n * sizeof *row);
             continue;
         }
-        vec_scale(compact, visible, io->scale);
-        softmax_visible(compact, visible, visible);
+        p->geo.vec->scale(compact, visible, io->scale);
+        softmax_visible(p->geo.vec, compact, visible, visible);
         for (int32_t j = 0, next = 0; j < n; j++)
             row[j] = j < c || mask[j - c] ? compact[next++] : 0.0f;
     }

@@ -36,6 +36,7 @@
 
 #include "kernels.h"
 #include "lmscore.h"
+#include "vec.h"
 
 typedef struct {
     int32_t n_rows;
@@ -54,6 +55,7 @@ typedef struct {
 typedef struct {
     int32_t n_heads, n_kv_heads, head_dim;
     int32_t block_rows;      /* rows per block of work */
+    const vec_kernels *vec;  /* the softmax's (vec.h) */
     const f32_kernels *f32;  /* the products' kernel with f32 keys and values (kernels.h) */
     const w16_kernels *kv16; /* with f16 keys and values; NULL: f32 attention */
 } attn_geometry;

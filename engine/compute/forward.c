@@ -47,25 +47,26 @@ static void phase_done(forward_profile *profile, forward_phase p, struct timespe
     *since = now;
 }
 
-static void add_bias(float *y, int32_t rows, const float *bias, int32_t n)
+static void add_bias(const vec_kernels *vec, float *y, int32_t rows, const float *bias, int32_t n)
 {
     if (!bias) return;
 #pragma omp parallel for PARALLEL_IF(rows, n)
     for (int32_t r = 0; r < rows; r++)
-        vec_add(y + (size_t)r * n, bias, n);
+        vec->add(y + (size_t)r * n, bias, n);
 }
 
-static void rmsnorm_rows(float *y, const float *x, int32_t rows, const float *w, int32_t n,
-                         float eps)
+static void rmsnorm_rows(const vec_kernels *vec, float *y, const float *x, int32_t rows,
+                         const float *w, int32_t n, float eps)
 {
 #pragma omp parallel for PARALLEL_IF(rows, n)
     for (int32_t r = 0; r < rows; r++)
-        vec_rmsnorm(y + (size_t)r * n, x + (size_t)r * n, w, n, eps);
+        vec->rmsnorm(y + (size_t)r * n, x + (size_t)r * n, w, n, eps);
 }
 
 /* Per-head RMSNorm (qwen3) then RoPE on [rows × heads*hd]. */
-static void norm_and_rope(const lms_model_config *c, float *x, int32_t rows, int32_t heads,
-                          const float *head_norm, const int32_t *pos, const float *inv_freq)
+static void norm_and_rope(const vec_kernels *vec, const lms_model_config *c, float *x, int32_t rows,
+                          int32_t heads, const float *head_norm, const int32_t *pos,
+                          const float *inv_freq)
 {
     const int32_t hd = c->head_dim, half = hd / 2;
 #pragma omp parallel for PARALLEL_IF(rows, heads *hd * 4)
@@ -79,7 +80,7 @@ static void norm_and_rope(const lms_model_config *c, float *x, int32_t rows, int
         }
         for (int32_t h = 0; h < heads; h++) {
             float *v = x + (size_t)r * heads * hd + (size_t)h * hd;
-            if (head_norm) vec_rmsnorm(v, v, head_norm, hd, c->rms_eps);
+            if (head_norm) vec->rmsnorm(v, v, head_norm, hd, c->rms_eps);
             for (int32_t i = 0; i < half; i++) {
                 int32_t i0 = c->rope_pairing == LMS_ROPE_NEOX ? i : 2 * i;
                 int32_t i1 = c->rope_pairing == LMS_ROPE_NEOX ? i + half : 2 * i + 1;
@@ -104,8 +105,14 @@ lms_status forward_run(const lms_model *m, const model_weights *mw, const forwar
                         "a KV prefix of another attention precision");
 
     const compute_tier *tier = tune->matmul.tier;
-    const attn_geometry geo = {c->n_heads,       c->n_kv_heads, hd,
-                               tune->block_rows, tier->f32,     tune->kv16 ? tier->w16 : NULL};
+    const vec_kernels *vec = tier->vec;
+    const attn_geometry geo = {c->n_heads,
+                               c->n_kv_heads,
+                               hd,
+                               tune->block_rows,
+                               vec,
+                               tier->f32,
+                               tune->kv16 ? tier->w16 : NULL};
     attn_plan *plan = NULL;
     lms_status st = attn_plan_create(&b->layout, &geo, cached, &plan, err);
     if (st != LMS_OK) return st;
@@ -146,18 +153,18 @@ lms_status forward_run(const lms_model *m, const model_weights *mw, const forwar
         }
         const lms_layer_weights *lv = &m->layers[l]; /* norms and biases */
         const layer_weights *w = &mw->layers[l];
-        rmsnorm_rows(h, x, t, lv->attn_norm, d, c->rms_eps);
+        rmsnorm_rows(vec, h, x, t, lv->attn_norm, d, c->rms_eps);
         phase_done(prof, FORWARD_NORM, &since);
         const matmul_product qkv[] = {
             {&w->wq, q, KERNEL_STORE}, {&w->wk, k, KERNEL_STORE}, {&w->wv, v, KERNEL_STORE}};
         matmul_many(mm, qkv, 3, h, t, scratch);
         phase_done(prof, FORWARD_QKV, &since);
-        add_bias(q, t, lv->bq, qd);
-        add_bias(k, t, lv->bk, kvd);
-        add_bias(v, t, lv->bv, kvd);
+        add_bias(vec, q, t, lv->bq, qd);
+        add_bias(vec, k, t, lv->bk, kvd);
+        add_bias(vec, v, t, lv->bv, kvd);
         phase_done(prof, FORWARD_NORM, &since);
-        norm_and_rope(c, q, t, c->n_heads, lv->q_norm, b->positions, inv_freq);
-        norm_and_rope(c, k, t, c->n_kv_heads, lv->k_norm, b->positions, inv_freq);
+        norm_and_rope(vec, c, q, t, c->n_heads, lv->q_norm, b->positions, inv_freq);
+        norm_and_rope(vec, c, k, t, c->n_kv_heads, lv->k_norm, b->positions, inv_freq);
         if (b->capture) {
             const size_t n = (size_t)b->layout.prefix_rows * kvd;
             if (b->capture->half) {
@@ -175,7 +182,7 @@ lms_status forward_run(const lms_model *m, const model_weights *mw, const forwar
         matmul(mm, &w->wo, att, t, KERNEL_ACCUMULATE, x, scratch);
         phase_done(prof, FORWARD_O, &since);
 
-        rmsnorm_rows(h, x, t, lv->ffn_norm, d, c->rms_eps);
+        rmsnorm_rows(vec, h, x, t, lv->ffn_norm, d, c->rms_eps);
         phase_done(prof, FORWARD_NORM, &since);
         const matmul_product gate_up[] = {{&w->w_gate, gate, KERNEL_STORE},
                                           {&w->w_up, up, KERNEL_STORE}};
@@ -183,7 +190,7 @@ lms_status forward_run(const lms_model *m, const model_weights *mw, const forwar
         phase_done(prof, FORWARD_GATE_UP, &since);
 #pragma omp parallel for PARALLEL_IF(t, ff * 4)
         for (int32_t r = 0; r < t; r++)
-            vec_swiglu(gate + (size_t)r * ff, up + (size_t)r * ff, (size_t)ff);
+            vec->swiglu(gate + (size_t)r * ff, up + (size_t)r * ff, (size_t)ff);
         phase_done(prof, FORWARD_SWIGLU, &since);
         matmul(mm, &w->w_down, gate, t, KERNEL_ACCUMULATE, x, scratch);
         phase_done(prof, FORWARD_DOWN, &since);

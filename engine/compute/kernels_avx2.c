@@ -53,8 +53,10 @@ static inline void store_f16(uint16_t *p, __m256 v, int32_t n)
 #define vf_store_f16(p, v, n) store_f16(p, v, n)
 
 #include "kernels_common.h"
+#include "vec_impl.h"
 
 DEFINE_F32_KERNELS(avx2);
+DEFINE_VEC_KERNELS(avx2);
 DEFINE_W16_KERNELS(avx2);
 
 /* 8 int32 codes in [-127, 127] as 8 bytes. */

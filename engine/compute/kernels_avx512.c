@@ -54,8 +54,10 @@ static inline void store_f16(uint16_t *p, __m512 v, int32_t n)
 #define vf_store_f16(p, v, n) store_f16(p, v, n)
 
 #include "kernels_common.h"
+#include "vec_impl.h"
 
 DEFINE_F32_KERNELS(avx512);
+DEFINE_VEC_KERNELS(avx512);
 DEFINE_W16_KERNELS(avx512);
 
 static inline void store_row(float *y, __m512 lo, __m512 hi, int32_t n_cols, kernel_mode mode)

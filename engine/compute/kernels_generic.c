@@ -23,5 +23,7 @@ typedef float vf;
 #define DENSE_ROWS           4
 
 #include "kernels_common.h"
+#include "vec_impl.h"
 
 DEFINE_F32_KERNELS(generic);
+DEFINE_VEC_KERNELS(generic);

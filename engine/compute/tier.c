@@ -8,6 +8,7 @@
 #include <string.h>
 
 /* Each kernel file's kernels (kernels_<isa>.c). */
+extern const vec_kernels vec_kernels_avx512, vec_kernels_avx2, vec_kernels_generic;
 extern const f32_kernels f32_kernels_avx512, f32_kernels_avx2, f32_kernels_generic;
 extern const w16_kernels w16_kernels_avx512, w16_kernels_avx2;
 extern const q8_kernels q8_kernels_avx512_vnni, q8_kernels_avx2;
@@ -42,6 +43,7 @@ static const compute_tier AVX512_VNNI = {
     .needs = "AVX-512 F, BW, VL and VNNI",
     .runs_on = has_avx512_vnni,
     .formats = ALL_FORMATS,
+    .vec = &vec_kernels_avx512,
     .f32 = &f32_kernels_avx512,
     .w16 = &w16_kernels_avx512,
     .q8 = &q8_kernels_avx512_vnni,
@@ -55,6 +57,7 @@ static const compute_tier AVX512 = {
     .needs = "AVX-512 F, BW and VL",
     .runs_on = has_avx512,
     .formats = ALL_FORMATS,
+    .vec = &vec_kernels_avx512,
     .f32 = &f32_kernels_avx512,
     .w16 = &w16_kernels_avx512,
     .q8 = &q8_kernels_avx2,
@@ -67,6 +70,7 @@ static const compute_tier AVX2 = {
     .needs = "AVX2, FMA and F16C",
     .runs_on = has_avx2,
     .formats = ALL_FORMATS,
+    .vec = &vec_kernels_avx2,
     .f32 = &f32_kernels_avx2,
     .w16 = &w16_kernels_avx2,
     .q8 = &q8_kernels_avx2,
@@ -80,6 +84,7 @@ static const compute_tier GENERIC = {
     .needs = "x86-64",
     .runs_on = has_x86_64,
     .formats = 1u << LMS_WEIGHTS_F32,
+    .vec = &vec_kernels_generic,
     .f32 = &f32_kernels_generic,
     .block = matmul_panels,
 };

@@ -3,8 +3,9 @@
  * written for, and the one place where an engine picks its tier.
  *
  * A tier names the CPU features it needs, the kernels it brings
- * (kernels.h), the weight formats those kernels multiply (weights.h), and
- * the function that computes a tile of a projection. Adding a tier is a
+ * (kernels.h, and vec.h's elementwise ones compiled for it), the weight
+ * formats those kernels multiply (weights.h), and the function that
+ * computes a tile of a projection. Adding a tier is a
  * kernel file and a row of the table in tier.c. Every tier computes every
  * element with kernels.h's sequence of operations, so the choice of tier
  * changes the speed, never a number.
@@ -17,13 +18,15 @@
 #include "cpu.h"
 #include "kernels.h"
 #include "lmscore.h"
+#include "vec.h"
 
 typedef struct compute_tier {
     const char *name;  /* what --isa calls it */
     const char *needs; /* the instructions it needs, for messages */
     bool (*runs_on)(const lms_cpu_features *cpu);
     unsigned formats;       /* the weight formats it multiplies: bit 1 << lms_weights_format */
-    const f32_kernels *f32; /* attention's products; every tier has them */
+    const vec_kernels *vec; /* the elementwise kernels; every tier has them */
+    const f32_kernels *f32; /* every tier has them */
     const w16_kernels *w16; /* F16 and BF16 weights, or NULL */
     const q8_kernels *q8;   /* Q8 weights, one code per activation value; or NULL */
     const q8_kernels *q8x2; /* Q8 weights, two codes per activation value; or NULL */

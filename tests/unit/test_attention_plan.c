@@ -79,7 +79,7 @@ static attn_layout as_layout(const layout_spec *s, bool dense)
 static attn_plan *plan_of(const layout_spec *s, bool dense, int32_t cached)
 {
     attn_layout l = as_layout(s, dense);
-    attn_geometry geo = {4, 2, HEAD_DIM, block_rows_for(s->align), NULL, NULL};
+    attn_geometry geo = {4, 2, HEAD_DIM, block_rows_for(s->align), NULL, NULL, NULL};
     attn_plan *p = (attn_plan *)1;
     lms_error err = {0};
     if (attn_plan_create(&l, &geo, cached, &p, &err) != LMS_OK)
@@ -335,7 +335,7 @@ static void test_random_layouts(void **state)
 static void test_bad_layouts_are_refused(void **state)
 {
     (void)state;
-    const attn_geometry geo = {4, 2, HEAD_DIM, 384, NULL, NULL};
+    const attn_geometry geo = {4, 2, HEAD_DIM, 384, NULL, NULL, NULL};
     const struct {
         int32_t n_rows, prefix, n_segs;
         int32_t begin[2], end[2];

@@ -1,14 +1,11 @@
 /*
- * test_vec.c — the elementwise kernels (vec.c): each against a plain
- * double-precision reference; the reductions bit-exact to the lane order
- * vec.h documents, and every result the same at every address; exp's
- * accuracy over its whole range and its -inf, underflow and NaN cases; NaN
- * in vec_max; every length from 0 to 2·VEC_LANES + 1, with nothing outside
- * [0, n) written (or, under ASan, read).
- *
- * The release build (gcc) runs the clone the CPU selects (AVX-512, AVX2 or
- * baseline); the sanitizer build runs baseline code. Both must give the bits
- * the scalar order gives.
+ * test_vec.c — the elementwise kernels (vec.h, vec_impl.h) of each compute
+ * tier (tier_fixture.h): each against a plain double-precision reference;
+ * the reductions bit-exact to the lane order vec.h documents, and every
+ * result the same at every address; exp's accuracy over its whole range and
+ * its -inf, underflow and NaN cases; NaN in max; every length from 0 to
+ * 2·VEC_LANES + 1, with nothing outside [0, n) written (or, under ASan,
+ * read). Every tier's code must give the bits the scalar order gives.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,7 +20,11 @@
 
 #include <sanitizer/asan_interface.h>
 
+#include "tier_fixture.h"
 #include "vec.h"
+
+/* The tier under test (main). */
+static const vec_kernels *vk;
 
 #define MAX_N   4096
 #define GUARD   VEC_LANES           /* elements checked on each side of a vector */
@@ -155,7 +156,7 @@ static void kernels_at(int32_t n, int32_t shift)
     float *xi = guarded_init(&gx, n, shift, x);
     float *yi = guarded_init(&gy, n, shift, up); /* overwritten */
     float *wi = guarded_init(&gw, n, shift, w);
-    vec_rmsnorm(yi, xi, wi, n, eps);
+    vk->rmsnorm(yi, xi, wi, n, eps);
     guarded_check(&gx);
     guarded_check(&gy);
     guarded_check(&gw);
@@ -177,7 +178,7 @@ static void kernels_at(int32_t n, int32_t shift)
     for (int32_t i = 0; i < n; i++)
         e[i] += mx;
     float *ei = guarded_init(&gx, n, shift, e);
-    sums[0] = vec_exp_shifted(ei, n, mx);
+    sums[0] = vk->exp_shifted(ei, n, mx);
     guarded_check(&gx);
     double ref_sum = 0;
     for (int32_t i = 0; i < n; i++) {
@@ -190,7 +191,7 @@ static void kernels_at(int32_t n, int32_t shift)
     memcpy(out[1], ei, (size_t)n * sizeof *ei);
 
     /* max */
-    const float m = vec_max(guarded_init(&gx, n, shift, x), n);
+    const float m = vk->max(guarded_init(&gx, n, shift, x), n);
     guarded_check(&gx);
     float ref_max = -INFINITY;
     for (int32_t i = 0; i < n; i++)
@@ -200,10 +201,10 @@ static void kernels_at(int32_t n, int32_t shift)
 
     /* scale, add: one float rounding per element */
     float *si = guarded_init(&gx, n, shift, x);
-    vec_scale(si, n, 0.3f);
+    vk->scale(si, n, 0.3f);
     guarded_check(&gx);
     float *di = guarded_init(&gu, n, shift, up);
-    vec_add(di, guarded_init(&gw, n, shift, w), n);
+    vk->add(di, guarded_init(&gw, n, shift, w), n);
     guarded_check(&gu);
     guarded_check(&gw);
     for (int32_t i = 0; i < n; i++) {
@@ -217,7 +218,7 @@ static void kernels_at(int32_t n, int32_t shift)
 
     /* swiglu: g * sigmoid(g) * up */
     float *gi = guarded_init(&gx, n, shift, x);
-    vec_swiglu(gi, guarded_init(&gu, n, shift, up), (size_t)n);
+    vk->swiglu(gi, guarded_init(&gu, n, shift, up), (size_t)n);
     guarded_check(&gx);
     guarded_check(&gu);
     for (int32_t i = 0; i < n; i++) {
@@ -252,10 +253,10 @@ static void test_every_length_and_address(void **state)
 }
 
 /* Values over 60 binary orders of magnitude, so that a double sum of them
- * rounds and its order shows in the bits: vec_exp_shifted's sum must be that
+ * rounds and its order shows in the bits: the exp_shifted sum must be that
  * of the documented lane order, for every length and wherever the large
  * values sit (summing in index order differs in some of these cases), and
- * vec_rmsnorm's output that of its lane-order sum (rounding the scale to
+ * rmsnorm's output that of its lane-order sum (rounding the scale to
  * float hides the order but in rare cases). */
 static void test_reductions_follow_the_lane_order(void **state)
 {
@@ -274,7 +275,7 @@ static void test_reductions_follow_the_lane_order(void **state)
                 e[i] = exp_args[k] - uniform(0, 1);
                 w[i] = 1;
             }
-            const double sum = vec_exp_shifted(e, n, 0);
+            const double sum = vk->exp_shifted(e, n, 0);
             if (sum != lane_sum(e, n, 0))
                 fail_msg("n = %d: sum %.17g, in lane order %.17g", n, sum, lane_sum(e, n, 0));
             double in_order = 0;
@@ -282,7 +283,7 @@ static void test_reductions_follow_the_lane_order(void **state)
                 in_order += e[i];
             differs_from_index_order += in_order != sum;
 
-            vec_rmsnorm(y, x, w, n, 0);
+            vk->rmsnorm(y, x, w, n, 0);
             const float inv = (float)(1.0 / sqrt(lane_sum(x, n, 1) / n));
             for (int32_t i = 0; i < n; i++)
                 if (y[i] != x[i] * inv)
@@ -306,7 +307,7 @@ static void test_the_lane_order_decides(void **state)
         x[i] = -38; /* exp(-38) = 3.1e-17 < half an ulp of 1 */
     x[0] = 0;
     memcpy(e, x, sizeof x);
-    const double sum = vec_exp_shifted(e, n, mx);
+    const double sum = vk->exp_shifted(e, n, mx);
     double in_order = 0;
     for (int32_t i = 0; i < n; i++)
         in_order += e[i];
@@ -317,14 +318,14 @@ static void test_the_lane_order_decides(void **state)
     x[0] = -38;
     x[VEC_LANES] = 0;
     memcpy(e, x, sizeof x);
-    assert_true(vec_exp_shifted(e, n, mx) == sum);
+    assert_true(vk->exp_shifted(e, n, mx) == sum);
 
     /* max of -0 and +0: the lane that holds the first one keeps it */
     float zeros[VEC_LANES + 1] = {0};
     zeros[0] = -0.0f;
-    assert_true(signbit(vec_max(zeros, 2)) && !signbit(vec_max(zeros + 1, 2)));
+    assert_true(signbit(vk->max(zeros, 2)) && !signbit(vk->max(zeros + 1, 2)));
     zeros[VEC_LANES] = -0.0f; /* in lane 0 after +0 (or -0): a later equal one never wins */
-    assert_true(signbit(vec_max(zeros, VEC_LANES + 1)) == signbit(lane_max(zeros, VEC_LANES + 1)));
+    assert_true(signbit(vk->max(zeros, VEC_LANES + 1)) == signbit(lane_max(zeros, VEC_LANES + 1)));
 }
 
 /* exp(x - max) for every argument from -87 to 0 in steps of 2^-12, and
@@ -336,7 +337,7 @@ static void test_exp_range_and_specials(void **state)
     const int32_t n = (87 << 12) + 1;
     for (int32_t i = 0; i < n; i++)
         x[i] = -(float)i / 4096;
-    vec_exp_shifted(x, n, 0);
+    vk->exp_shifted(x, n, 0);
     double worst = 0;
     float worst_at = 0;
     for (int32_t i = 0; i < n; i++) {
@@ -346,43 +347,43 @@ static void test_exp_range_and_specials(void **state)
     if (worst > 2) fail_msg("exp: %.2f ulp at %.9g", worst, worst_at);
 
     float special[] = {0, -0.0f, -87.0f, -87.5f, -100, -INFINITY, NAN, -FLT_MAX};
-    const double sum = vec_exp_shifted(special, 8, 0);
+    const double sum = vk->exp_shifted(special, 8, 0);
     assert_true(special[0] == 1.0f && special[1] == 1.0f);
     assert_true(special[2] > 0 && ulps(special[2], exp(-87.0)) <= 2);
     assert_true(special[3] == 0 && special[4] == 0 && special[5] == 0 && special[7] == 0);
     assert_true(isnan(special[6]) && isnan(sum));
     /* the shift is done in float: exp(x - max) with a max of 100 */
     float shifted[] = {100, 99, -INFINITY};
-    vec_exp_shifted(shifted, 3, 100);
+    vk->exp_shifted(shifted, 3, 100);
     assert_true(shifted[0] == 1.0f && ulps(shifted[1], exp(-1.0)) <= 2 && shifted[2] == 0);
 }
 
-/* vec_max skips NaN and gives -inf when no element is a number; rmsnorm of
+/* max skips NaN and gives -inf when no element is a number; rmsnorm of
  * zeros is zeros; swiglu is 0 far below zero and g·up far above. */
 static void test_max_norm_and_swiglu_edges(void **state)
 {
     (void)state;
     const float nan_first[] = {NAN, -5, 3, NAN, -INFINITY};
-    assert_true(vec_max(nan_first, 5) == 3);
+    assert_true(vk->max(nan_first, 5) == 3);
     float nan_in_lanes[2 * VEC_LANES + 3];
     for (int i = 0; i < 2 * VEC_LANES + 3; i++)
         nan_in_lanes[i] = i % VEC_LANES == 0 || i % 3 == 0 ? NAN : (float)-i;
-    assert_true(vec_max(nan_in_lanes, 2 * VEC_LANES + 3) == -1);
+    assert_true(vk->max(nan_in_lanes, 2 * VEC_LANES + 3) == -1);
     const float only_nan[] = {NAN, NAN};
-    assert_true(vec_max(only_nan, 2) == -INFINITY);
+    assert_true(vk->max(only_nan, 2) == -INFINITY);
     const float minus_inf[] = {-INFINITY, -INFINITY};
-    assert_true(vec_max(minus_inf, 2) == -INFINITY);
-    assert_true(vec_max(minus_inf, 0) == -INFINITY);
+    assert_true(vk->max(minus_inf, 2) == -INFINITY);
+    assert_true(vk->max(minus_inf, 0) == -INFINITY);
 
     float zeros[40] = {0}, y[40], w[40];
     for (int i = 0; i < 40; i++)
         w[i] = 1;
-    vec_rmsnorm(y, zeros, w, 40, 1e-6f);
+    vk->rmsnorm(y, zeros, w, 40, 1e-6f);
     for (int i = 0; i < 40; i++)
         assert_true(y[i] == 0);
 
     float g[] = {-100, -30, 0, 30, 100}, up[] = {2, 2, 2, 2, 2};
-    vec_swiglu(g, up, 5);
+    vk->swiglu(g, up, 5);
     assert_true(fabs(g[0]) <= 1e-30 && fabs(g[1] + 60 * exp(-30.0)) <= 1e-6 * 60 * exp(-30.0));
     assert_true(g[2] == 0 && g[3] == 60 && g[4] == 200);
 }
@@ -396,5 +397,13 @@ int main(void)
         cmocka_unit_test(test_exp_range_and_specials),
         cmocka_unit_test(test_max_norm_and_swiglu_edges),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    const compute_tier *tiers[FIXTURE_MAX_TIERS];
+    const int n_tiers = fixture_tiers(tiers);
+    int failed = 0;
+    for (int t = 0; t < n_tiers; t++) {
+        vk = tiers[t]->vec;
+        print_message("tier %s\n", tiers[t]->name);
+        failed += cmocka_run_group_tests(tests, NULL, NULL);
+    }
+    return failed;
 }

@@ -1,13 +1,19 @@
 /*
- * vec.c — elementwise kernels (see vec.h).
+ * vec_impl.h — the elementwise kernels of vec.h, written once in plain C
+ * and compiled by each tier's kernel file for its instruction set
+ * (kernels_<isa>.c includes this, then DEFINE_VEC_KERNELS). The loops are
+ * written so that the compiler vectorises them without reassociating
+ * anything: reductions keep VEC_LANES fixed lanes, and the build uses
+ * -ffp-contract=off, so every instruction set gives the same bits.
  */
-#include "vec.h"
+#ifndef LMS_VEC_IMPL_H
+#define LMS_VEC_IMPL_H
 
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "clones.h"
+#include "vec.h"
 
 /* exp(x) for x <= 0 (softmax arguments), Cephes-style: x = k ln2 + r,
  * |r| <= ln2/2, exp(r) by a degree-6 polynomial, 2^k through the exponent.
@@ -44,7 +50,7 @@ static double sum_lanes_double(double *acc)
     return acc[0];
 }
 
-LMS_HOT void vec_rmsnorm(float *y, const float *x, const float *w, int32_t n, float eps)
+static void vec_rmsnorm(float *y, const float *x, const float *w, int32_t n, float eps)
 {
     double acc[VEC_LANES] = {0};
     int32_t i = 0;
@@ -58,7 +64,7 @@ LMS_HOT void vec_rmsnorm(float *y, const float *x, const float *w, int32_t n, fl
         y[i] = x[i] * inv * w[i];
 }
 
-LMS_HOT double vec_exp_shifted(float *x, int32_t n, float max)
+static double vec_exp_shifted(float *x, int32_t n, float max)
 {
     for (int32_t i = 0; i < n; i++)
         x[i] = exp_nonpositive(x[i] - max);
@@ -72,7 +78,7 @@ LMS_HOT double vec_exp_shifted(float *x, int32_t n, float max)
     return sum_lanes_double(acc);
 }
 
-LMS_HOT float vec_max(const float *x, int32_t n)
+static float vec_max(const float *x, int32_t n)
 {
     float m[VEC_LANES];
     for (int l = 0; l < VEC_LANES; l++)
@@ -89,13 +95,13 @@ LMS_HOT float vec_max(const float *x, int32_t n)
     return m[0];
 }
 
-LMS_HOT void vec_scale(float *x, int32_t n, float s)
+static void vec_scale(float *x, int32_t n, float s)
 {
     for (int32_t i = 0; i < n; i++)
         x[i] *= s;
 }
 
-LMS_HOT void vec_swiglu(float *gate, const float *up, size_t n)
+static void vec_swiglu(float *gate, const float *up, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         float g = gate[i];
@@ -106,8 +112,15 @@ LMS_HOT void vec_swiglu(float *gate, const float *up, size_t n)
     }
 }
 
-void vec_add(float *y, const float *x, int32_t n)
+static void vec_add(float *y, const float *x, int32_t n)
 {
     for (int32_t i = 0; i < n; i++)
         y[i] += x[i];
 }
+
+/* The tier's vec_kernels, named for isa. */
+#define DEFINE_VEC_KERNELS(isa)                                                                    \
+    const vec_kernels vec_kernels_##isa = {vec_rmsnorm, vec_exp_shifted, vec_max,                  \
+                                           vec_scale,   vec_swiglu,      vec_add}
+
+#endif
