@@ -48,11 +48,12 @@ COPY --from=build /src/build/models/tiny-qwen3.gguf /usr/share/lmscore/models/ti
 ENV LMSCORE_MODEL=/usr/share/lmscore/models/tiny-qwen3.gguf \
     LMSCORE_LISTEN=0.0.0.0:50051 \
     LMSCORE_METRICS_LISTEN=0.0.0.0:9464 \
+    LMSCORE_HTTP_LISTEN=0.0.0.0:8080 \
     LMSCORE_TARGET=127.0.0.1:50051
 # Numeric, so that Kubernetes' runAsNonRoot can verify it.
 USER 10001:10001
-# gRPC, and Prometheus /metrics
-EXPOSE 50051 9464
+# gRPC, Prometheus /metrics, and the HTTP JSON API
+EXPOSE 50051 9464 8080
 HEALTHCHECK --interval=10s --timeout=5s --start-period=120s --retries=3 \
     CMD ["/usr/bin/lmscore", "health", "--timeout", "3"]
 ENTRYPOINT ["/usr/bin/lmscored"]

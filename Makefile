@@ -1,5 +1,6 @@
 # lmscore — thin wrapper over CMake.
-#   make run    install missing Debian packages, build, make the demo model, serve on :50051
+#   make run    install missing Debian packages, build, make the demo model, serve gRPC on
+#               :50051 and the HTTP API on :8080
 #   make test   the whole test suite, built with gcc + ASan/UBSan (libFuzzer targets: clang)
 #   make bench  the benchmarks (release build); results go to docs/benchmarks.md by hand
 #   make image  the container image with podman (--format docker), from Debian base images
@@ -9,6 +10,7 @@ TEST_BUILD ?= build-test
 FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 LISTEN     ?= 0.0.0.0:50051
+HTTP_LISTEN ?= 0.0.0.0:8080
 MODEL      ?= $(BUILD)/models/tiny-qwen3.gguf
 # The release tree skips the test suite (its packages come with `make test`).
 BUILD_TESTS ?= OFF
@@ -33,7 +35,7 @@ models: build
 	cmake --build $(BUILD) --target models
 
 run: models
-	exec $(BUILD)/service/lmscored --model $(MODEL) --listen $(LISTEN)
+	exec $(BUILD)/service/lmscored --model $(MODEL) --listen $(LISTEN) --http-listen $(HTTP_LISTEN)
 
 test: test-deps
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \

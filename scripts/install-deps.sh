@@ -19,7 +19,7 @@ BUILD="gcc g++ clang libomp-14-dev cmake make pkg-config git ca-certificates
 TEST="libcmocka-dev libclang-rt-14-dev llvm-14 python3 python3-numpy
  python3-grpcio python3-grpc-tools python3-protobuf python3-pytest
  gnuplot-nox systemd protobuf-compiler-grpc
- python3-yaml python3-seccomp openssl strace python3-prometheus-client
+ python3-yaml python3-seccomp openssl strace python3-prometheus-client curl
  python3-venv python3-pip python3-build python3-setuptools python3-wheel
  podman buildah runc debootstrap
  libgrpc++-dev libprotobuf-dev libprotoc-dev dpkg-dev

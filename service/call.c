@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "decode_budget.h"
 #include "log.h"
 #include "metrics.h"
 #include "proto_wire.h"
@@ -32,7 +33,8 @@ typedef struct queued_message {
 } queued_message;
 
 struct call {
-    grpc_call *gc;
+    grpc_call *gc; /* NULL for a call_open'ed call, which ends into its sink */
+    call_sink sink;
     const call_handler *h;
     char method[128];
     int metrics_method;
@@ -87,11 +89,7 @@ static atomic_bool g_log_every_call;
 void call_layer_init(int64_t max_message_bytes)
 {
     g_max_message_bytes = max_message_bytes;
-    /* protobuf-c gives every element its own struct: a message of tiny
-     * items decodes to up to ~32 times its size. A legitimate one needs at
-     * most ~4 times (token ids of one byte each become int32s). */
-    g_max_decoded_bytes =
-        max_message_bytes * 8 > (int64_t)64 << 20 ? max_message_bytes * 8 : (int64_t)64 << 20;
+    g_max_decoded_bytes = decode_budget_limit(max_message_bytes);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -282,8 +280,10 @@ static void destroy(call *c)
 
     if (c->state && c->h && c->h->free_state) c->h->free_state(c->state);
     if (c->recv_buf) grpc_byte_buffer_destroy(c->recv_buf);
-    grpc_slice_unref(c->request_id_metadata.value);
-    grpc_call_unref(c->gc);
+    if (c->gc) {
+        grpc_slice_unref(c->request_id_metadata.value);
+        grpc_call_unref(c->gc);
+    }
     drop_queue_locked(c); /* the last reference is gone: no lock needed */
     pthread_mutex_destroy(&c->mu);
     free(c);
@@ -363,6 +363,23 @@ static void on_status_done(cq_tag *tag, bool ok)
     call_unref(c);
 }
 
+/* Ends a call_open'ed call: st and reply (NULL unless OK) go to its sink.
+ * Only the first end counts. */
+static void end_local(call *c, const rpc_status *st, const ProtobufCMessage *reply)
+{
+    pthread_mutex_lock(&c->mu);
+    bool first = !c->finished;
+    if (first) {
+        c->finished = true;
+        atomic_store(&c->ended, true);
+        atomic_store(&g_last_end_ns, monotonic_ns());
+        leave_admitted_locked(c);
+        c->status = *st;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (first) c->sink.on_end(c, c->sink.ctx, st, reply);
+}
+
 /* Ends the call with st, sending reply (if any) with the status, after
  * the message in flight. Only the first end counts. */
 static void end_call(call *c, const rpc_status *st, grpc_byte_buffer *reply)
@@ -390,23 +407,33 @@ static void end_call(call *c, const rpc_status *st, grpc_byte_buffer *reply)
 
 void call_finish(call *c, const rpc_status *st)
 {
-    end_call(c, st, NULL);
+    if (c->gc)
+        end_call(c, st, NULL);
+    else
+        end_local(c, st, NULL);
+}
+
+/* True when msg is within the send limit; else the call is finished with
+ * RESOURCE_EXHAUSTED. */
+static bool within_limit(call *c, const ProtobufCMessage *msg, size_t *len)
+{
+    *len = protobuf_c_message_get_packed_size(msg);
+    if ((int64_t)*len <= g_max_message_bytes) return true;
+    rpc_status st;
+    rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, "response_too_large", NULL,
+                   "the response (%zu bytes) exceeds the server's max message size (%lld "
+                   "bytes); score fewer items per call or use ScoreStream",
+                   *len, (long long)g_max_message_bytes);
+    call_finish(c, &st);
+    return false;
 }
 
 /* Serializes msg into a byte buffer; NULL (and the call finished with
  * RESOURCE_EXHAUSTED) when it exceeds the send limit. */
 static grpc_byte_buffer *pack(call *c, const ProtobufCMessage *msg)
 {
-    size_t len = protobuf_c_message_get_packed_size(msg);
-    if ((int64_t)len > g_max_message_bytes) {
-        rpc_status st;
-        rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, "response_too_large", NULL,
-                       "the response (%zu bytes) exceeds the server's max message size (%lld "
-                       "bytes); score fewer items per call or use ScoreStream",
-                       len, (long long)g_max_message_bytes);
-        call_finish(c, &st);
-        return NULL;
-    }
+    size_t len;
+    if (!within_limit(c, msg, &len)) return NULL;
     grpc_slice s = grpc_slice_malloc(len);
     protobuf_c_message_pack(msg, GRPC_SLICE_START_PTR(s));
     grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&s, 1);
@@ -416,6 +443,13 @@ static grpc_byte_buffer *pack(call *c, const ProtobufCMessage *msg)
 
 void call_reply(call *c, const ProtobufCMessage *msg)
 {
+    if (!c->gc) {
+        size_t len;
+        rpc_status ok;
+        rpc_status_ok(&ok);
+        if (within_limit(c, msg, &len)) end_local(c, &ok, msg);
+        return;
+    }
     grpc_byte_buffer *bb = pack(c, msg);
     if (!bb) return;
     rpc_status ok;
@@ -423,37 +457,12 @@ void call_reply(call *c, const ProtobufCMessage *msg)
     end_call(c, &ok, bb);
 }
 
-/* protobuf-c's allocator for one decode: malloc (so the result is freed
- * the usual way) within a budget. */
-typedef struct {
-    int64_t used, limit;
-    bool exceeded;
-} decode_budget;
-
-static void *budget_alloc(void *data, size_t size)
-{
-    decode_budget *b = data;
-    /* what malloc keeps for each block besides its size */
-    const int64_t overhead = 16;
-    if (b->used + (int64_t)size + overhead > b->limit) {
-        b->exceeded = true;
-        return NULL;
-    }
-    b->used += (int64_t)size + overhead;
-    return malloc(size);
-}
-
-static void budget_free(void *data, void *p)
-{
-    (void)data;
-    free(p);
-}
-
 static ProtobufCMessage *decode(const ProtobufCMessageDescriptor *desc, const uint8_t *msg,
                                 size_t len, lms_error *err)
 {
-    decode_budget budget = {.limit = g_max_decoded_bytes};
-    ProtobufCAllocator alloc = {budget_alloc, budget_free, &budget};
+    decode_budget budget;
+    decode_budget_init(&budget, g_max_decoded_bytes);
+    ProtobufCAllocator alloc = decode_budget_allocator(&budget);
     ProtobufCMessage *m = protobuf_c_message_unpack(desc, &alloc, len, msg);
     if (!m && budget.exceeded)
         lms_fail(err, LMS_ERR_RESOURCE_EXHAUSTED, "message_too_large", NULL,
@@ -536,6 +545,7 @@ static void on_send_done(cq_tag *tag, bool ok)
  * queue, else CALL_BUSY; CALL_CLOSED once the call is over. */
 static call_send_result send_or_queue(call *c, const ProtobufCMessage *msg, bool queue)
 {
+    if (!c->gc) return CALL_CLOSED; /* a call_open'ed call does not stream */
     grpc_byte_buffer *bb = pack(c, msg);
     if (!bb) return CALL_CLOSED;
     queued_message *q = queue ? malloc(sizeof *q) : NULL;
@@ -674,10 +684,30 @@ static void init_tag(call_tag *t, call *c, void (*done)(cq_tag *, bool))
     t->owner = c;
 }
 
+/* A call with one reference (its creator's), counted live; NULL when out
+ * of memory. */
+static call *call_new(const call_handler *h, const char *method, gpr_timespec deadline)
+{
+    call *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->h = h;
+    snprintf(c->method, sizeof c->method, "%s", method);
+    c->metrics_method = metrics_method_index(h ? h->path : NULL);
+    c->deadline = gpr_convert_clock_type(deadline, GPR_CLOCK_MONOTONIC);
+    c->started = gpr_now(GPR_CLOCK_MONOTONIC);
+    atomic_init(&c->refs, 1);
+    atomic_init(&c->cancelled, false);
+    atomic_init(&c->ended, false);
+    pthread_mutex_init(&c->mu, NULL);
+    live_add(c);
+    metrics_request_started();
+    return c;
+}
+
 void call_accept(grpc_call *gc, const call_handler *h, const char *method, gpr_timespec deadline,
                  const grpc_metadata_array *request_metadata, const rpc_status *refused)
 {
-    call *c = calloc(1, sizeof *c);
+    call *c = call_new(h, method, deadline);
     if (!c) {
         /* no memory to track the call: refuse it rather than lose it */
         grpc_call_cancel_with_status(gc, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory", NULL);
@@ -685,22 +715,11 @@ void call_accept(grpc_call *gc, const call_handler *h, const char *method, gpr_t
         return;
     }
     c->gc = gc;
-    c->h = h;
-    snprintf(c->method, sizeof c->method, "%s", method);
-    c->metrics_method = metrics_method_index(h ? h->path : NULL);
-    c->deadline = gpr_convert_clock_type(deadline, GPR_CLOCK_MONOTONIC);
-    c->started = gpr_now(GPR_CLOCK_MONOTONIC);
     read_request_context(c, request_metadata);
-    atomic_init(&c->refs, 1); /* this function's own, dropped at the end */
-    atomic_init(&c->cancelled, false);
-    atomic_init(&c->ended, false);
-    pthread_mutex_init(&c->mu, NULL);
     init_tag(&c->recv_tag, c, on_recv_done);
     init_tag(&c->send_tag, c, on_send_done);
     init_tag(&c->status_tag, c, on_status_done);
     init_tag(&c->close_tag, c, on_close_done);
-    live_add(c);
-    metrics_request_started();
 
     grpc_op op;
     memset(&op, 0, sizeof op);
@@ -717,5 +736,21 @@ void call_accept(grpc_call *gc, const call_handler *h, const char *method, gpr_t
     } else {
         call_request_next(c);
     }
-    call_unref(c);
+    call_unref(c); /* the batches hold their own */
+}
+
+call *call_open(const call_handler *h, const char *method, const request_context *context,
+                const call_sink *sink)
+{
+    call *c = call_new(h, method, gpr_inf_future(GPR_CLOCK_MONOTONIC));
+    if (c) {
+        c->context = *context;
+        c->sink = *sink;
+    }
+    return c;
+}
+
+void call_cancel(call *c)
+{
+    if (!atomic_exchange(&c->cancelled, true) && c->h && c->h->on_close) c->h->on_close(c, true);
 }

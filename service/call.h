@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "log.h"
+#include "request_context.h"
 #include "status_details.h"
 
 /* Every completion-queue tag is one of these; the CQ loop calls done. */
@@ -56,6 +57,8 @@ typedef struct call_handler {
     bool counts_as_scoring; /* an admitted call counts in ServerStats.in_flight_calls */
     bool open;              /* served without an API key (health probes carry none) */
     void *ctx;              /* the handler module's context, for call_ctx */
+    /* A gRPC method's request messages; NULL for the handler of calls that
+     * call_open starts. */
     void (*on_message)(call *c, const uint8_t *msg, size_t len);
     void (*on_sent)(call *c);                  /* optional */
     void (*on_close)(call *c, bool cancelled); /* optional */
@@ -83,6 +86,30 @@ void call_layer_end_all(const rpc_status *st);
 /* Waits up to timeout_ms for every accepted call to be over; returns how
  * many are still alive. */
 size_t call_layer_wait_idle(int64_t timeout_ms);
+
+/* A call that comes by another door than gRPC (the HTTP server's): its
+ * handler's work is started by its door, not through on_message, and its
+ * end goes to the sink. */
+typedef struct {
+    /* Called once, on the thread that ends the call and outside its lock,
+     * with the status and, when it is OK, the reply (valid only during the
+     * callback, like the unary reply a gRPC call would send). */
+    void (*on_end)(call *c, void *ctx, const rpc_status *st, const ProtobufCMessage *reply);
+    void *ctx;
+} call_sink;
+
+/* Opens a call of handler h (NULL: a request for nothing served, to be
+ * ended at once) whose end goes to sink: counted, logged and metered like
+ * a gRPC call under h->path, with method as its name and context (which
+ * the door read from its request, and returns to its client) on its log
+ * lines. It has no deadline; it cannot stream (call_send answers
+ * CALL_CLOSED). The caller holds the one reference returned; NULL when out
+ * of memory. */
+call *call_open(const call_handler *h, const char *method, const request_context *context,
+                const call_sink *sink);
+/* The client of a call_open'ed call went away: its work stops as a
+ * cancelled gRPC call's does (call_should_stop, on_close). */
+void call_cancel(call *c);
 
 /* For the server: takes over gc (one reference) and starts the handler's
  * batches. A NULL handler answers UNIMPLEMENTED; a call refused (by the API

@@ -47,6 +47,19 @@ static const option_spec options[] = {
      "serve Prometheus metrics over HTTP at http://HOST:PORT/metrics; port 0 picks a free port "
      "(default: none)",
      OPT_PATH, AT(metrics_listen), 0, 0},
+    {"http-listen", "LMSCORE_HTTP_LISTEN", "HOST:PORT",
+     "also serve the HTTP JSON API (POST /v1/score, POST /v1/rerank) at HOST:PORT, with TLS when "
+     "--tls-cert is given; port 0 picks a free port (default: none)",
+     OPT_PATH, AT(http_listen), 0, 0},
+    {"http-max-connections", "LMSCORE_HTTP_MAX_CONNECTIONS", "N",
+     "HTTP connections served at once, each by its own thread; more are closed at once "
+     "(default 256)",
+     OPT_INT, AT(http_max_connections), 1, 65536},
+    {"rerank-profile", "LMSCORE_RERANK_PROFILE", "NAME|FILE",
+     "how POST /v1/rerank scores a document: yes-no, qwen3-reranker, or a JSON file "
+     "{\"template\": \"...{query}...{document}...\", \"labels\": [\"yes\", \"no\"]} "
+     "(default yes-no; see docs/api.md)",
+     OPT_PATH, AT(rerank_profile), 0, 0},
     {"tls-cert", "LMSCORE_TLS_CERT", "PEM", "server certificate chain; serve TLS (needs --tls-key)",
      OPT_PATH, AT(tls_cert), 0, 0},
     {"tls-key", "LMSCORE_TLS_KEY", "PEM", "server private key (needs --tls-cert)", OPT_PATH,
@@ -143,6 +156,7 @@ static void defaults(lmscored_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     snprintf(cfg->listen, sizeof cfg->listen, "0.0.0.0:50051");
+    cfg->http_max_connections = 256;
     cfg->workers = 1;
     cfg->queue_depth = 64;
     cfg->max_message_bytes = 16 << 20;
@@ -169,8 +183,9 @@ static void print_help(FILE *out, const char *prog)
     fprintf(out,
             "Usage: %s --model PATH [options]\n"
             "lmscored serves lmscore.v1.ScoreService (plus grpc.health.v1 and server\n"
-            "reflection) over gRPC. Every option can also be set by its environment\n"
-            "variable; a flag wins over the variable.\n\n",
+            "reflection) over gRPC, and with --http-listen the same scoring as an HTTP\n"
+            "JSON API. Every option can also be set by its environment variable; a flag\n"
+            "wins over the variable.\n\n",
             prog);
     for (size_t i = 0; i < N_OPTIONS; i++) {
         char left[80];

@@ -16,7 +16,10 @@ typedef struct {
     char model_path[4096];
     char listen[256];
     char metrics_listen[256]; /* empty: no metrics endpoint */
-    char tls_cert[4096];      /* both or neither */
+    char http_listen[256];    /* empty: no HTTP API */
+    int http_max_connections;
+    char rerank_profile[4096]; /* empty: the default */
+    char tls_cert[4096];       /* both or neither */
     char tls_key[4096];
     char api_key_file[4096]; /* empty: no API keys, every call is served */
     int workers;

@@ -114,7 +114,7 @@ static const char *method_path(const metrics_detail *d, int m)
 static void requests(text *t, const metrics_detail *d)
 {
     family(t, "lmscore_requests_total", "counter",
-           "gRPC calls finished, by method and status code");
+           "Calls finished (gRPC methods and HTTP endpoints), by method and status code");
     for (int m = 0; m <= d->n_methods; m++)
         for (int c = 0; c < METRICS_N_CODES; c++) {
             /* OK always, for every method served, so that ratios have a
@@ -156,7 +156,7 @@ static void histograms(text *t, const metrics_detail *d)
         const char *name, *help;
     } kinds[METRICS_N_TIMES] = {
         [METRICS_CALL_TIME] = {"lmscore_request_duration_seconds",
-                               "Whole gRPC calls, from accepted to finished, per method"},
+                               "Whole calls, from accepted to finished, per method"},
         [METRICS_QUEUE_TIME] = {"lmscore_queue_wait_seconds",
                                 "Time jobs waited in the queue for a worker, per method "
                                 "(a ScoreItems stream queues one job per message)"},

@@ -23,7 +23,8 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "log.h"
+#include "listen_addr.h"
+#include "mhd_log.h"
 
 /* How often the acceptor looks for connections past their deadline: the
  * deadline holds to this. */
@@ -63,46 +64,6 @@ static const char REFUSAL[] = "HTTP/1.1 503 Service Unavailable\r\n"
                               "Content-Length: 21\r\n"
                               "\r\n"
                               "too many connections\n";
-
-static void log_mhd(void *cls, const char *fmt, va_list ap)
-{
-    (void)cls;
-    char msg[256];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    size_t n = strlen(msg);
-    while (n && msg[n - 1] == '\n')
-        msg[--n] = '\0';
-    log_record r;
-    log_begin(&r, LOG_WARNING, "HTTP server");
-    log_str(&r, "error", msg);
-    log_end(&r);
-}
-
-/* "host:port" or "[v6]:port" -> the address to bind. */
-static lms_status resolve(const char *address, const char *flag, struct addrinfo **out,
-                          lms_error *err)
-{
-    char host[256];
-    const char *colon = strrchr(address, ':');
-    size_t host_len = colon ? (size_t)(colon - address) : 0;
-    if (!colon || host_len == 0 || host_len >= sizeof host || !colon[1])
-        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", flag,
-                        "--%s '%s' is not HOST:PORT", flag, address);
-    memcpy(host, address, host_len);
-    host[host_len] = '\0';
-    const char *h = host;
-    if (host[0] == '[' && host[host_len - 1] == ']') {
-        host[host_len - 1] = '\0';
-        h = host + 1;
-    }
-    struct addrinfo hints = {
-        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
-    int rc = getaddrinfo(h, colon + 1, &hints, out);
-    if (rc != 0)
-        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", flag, "--%s '%s': %s", flag,
-                        address, gai_strerror(rc));
-    return LMS_OK;
-}
 
 static bool same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
@@ -288,7 +249,7 @@ static lms_status open_socket(const char *address, const char *flag, http_listen
                               lms_error *err)
 {
     struct addrinfo *ai = NULL;
-    lms_status st = resolve(address, flag, &ai, err);
+    lms_status st = listen_addr_resolve(address, flag, &ai, err);
     if (st != LMS_OK) return st;
     int one = 1;
     l->listen_fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -336,12 +297,12 @@ lms_status http_listener_start(const char *address, const char *flag,
         /* libmicrohttpd's own limits sit above ours, so that it never
          * refuses silently; its idle timeout is a backstop for the deadline */
         unsigned idle_s = (unsigned)((limits->deadline_ms + 999) / 1000);
-        l->daemon = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
-                                         MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC,
-                                     0, NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER,
-                                     log_mhd, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, l,
-                                     MHD_OPTION_CONNECTION_LIMIT, (unsigned)n_slots + 4,
-                                     MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_END);
+        l->daemon = MHD_start_daemon(
+            MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET |
+                MHD_USE_ITC,
+            0, NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, "HTTP server",
+            MHD_OPTION_NOTIFY_CONNECTION, on_connection, l, MHD_OPTION_CONNECTION_LIMIT,
+            (unsigned)n_slots + 4, MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_END);
         if (!l->daemon)
             st = lms_fail(err, LMS_ERR_IO, NULL, flag, "cannot start the HTTP server on %s",
                           address);

@@ -44,6 +44,7 @@ void __sanitizer_purge_allocator(void);
 #include "cpus.h"
 #include "descriptors.h"
 #include "health.h"
+#include "http_api.h"
 #include "log.h"
 #include "metrics.h"
 #include "metrics_http.h"
@@ -365,11 +366,15 @@ static int serve_until_signal(const service *svc, systemd_notifier *sd)
 
 /* Ends the calls still running when the server stops: UNAVAILABLE, so a
  * client retries them elsewhere. */
-static void stop_server(server *srv)
+static void stop_server(server *srv, http_api *http)
 {
     rpc_status st;
     rpc_status_set(&st, GRPC_STATUS_UNAVAILABLE, "draining", NULL,
                    "the server is shutting down; retry on another replica");
+    /* The HTTP server's threads wait for their calls' ends: the calls end
+     * first. */
+    call_layer_end_all(&st);
+    http_api_stop(http);
     /* The calls were ended above: the grace covers their last sends and
      * workers noticing at their next poll. */
     server_shutdown(srv, &st, 1000);
@@ -397,7 +402,8 @@ static void wait_for_quiet(int64_t until_ms)
 /* The log line comes after the phase changes: once it is written, every new
  * call is refused (tests and operators wait for it). Returns the drain's
  * deadline. */
-static int64_t drain(service *svc, int sig, health *h, server *srv, systemd_notifier *sd)
+static int64_t drain(service *svc, int sig, health *h, server *srv, http_api *http,
+                     systemd_notifier *sd)
 {
     call_layer_log_every_call();
     atomic_store(&svc->phase, PHASE_DRAINING);
@@ -423,7 +429,7 @@ static int64_t drain(service *svc, int sig, health *h, server *srv, systemd_noti
     int64_t quiet_until = monotonic_ms() + 1000;
     wait_for_quiet(quiet_until < deadline ? quiet_until : deadline);
     health_end_watches(h);
-    stop_server(srv);
+    stop_server(srv, http);
     return deadline;
 }
 
@@ -432,16 +438,19 @@ static int run(const lmscored_config *cfg)
     lms_error err = {0};
     descriptor_pool *pool = NULL;
     api_keys *keys = NULL;
+    http_api *http = NULL;
     health *h = health_create();
     service svc = {.cfg = cfg, .worker_threads = worker_threads(cfg)};
     atomic_init(&svc.phase, PHASE_LOADING);
     if (!h || (cfg->api_key_file[0] && api_keys_load(cfg->api_key_file, &keys, &err) != LMS_OK) ||
+        (cfg->http_listen[0] && http_api_create(cfg, &svc, keys, &http, &err) != LMS_OK) ||
         descriptor_pool_load_served(&pool, &err) != LMS_OK ||
         worker_pool_start(cfg->workers, svc.worker_threads, cfg->queue_depth, &svc.workers, &err) !=
             LMS_OK) {
         log_error("startup failed", &err);
         if (pool) descriptor_pool_free(pool);
         if (h) health_free(h);
+        http_api_free(http);
         api_keys_free(keys);
         return 1;
     }
@@ -464,10 +473,14 @@ static int run(const lmscored_config *cfg)
         &info.get_model_info, health_check_handler(h), health_watch_handler(h), &refl.v1,
         &refl.v1alpha};
     enum { N_HANDLERS = sizeof handlers / sizeof handlers[0] };
-    const char *paths[N_HANDLERS];
+    /* the metrics count the HTTP endpoints' calls beside the gRPC methods' */
+    const char *paths[N_HANDLERS + HTTP_API_ENDPOINTS];
+    int n_paths = 0;
     for (int i = 0; i < N_HANDLERS; i++)
-        paths[i] = handlers[i]->path;
-    metrics_init(paths, N_HANDLERS);
+        paths[n_paths++] = handlers[i]->path;
+    for (size_t i = 0; http && i < HTTP_API_ENDPOINTS; i++)
+        paths[n_paths++] = http_api_handler(http, i)->path;
+    metrics_init(paths, n_paths);
 
     server_options so = {.listen = cfg->listen,
                          .tls_cert = cfg->tls_cert,
@@ -486,6 +499,9 @@ static int run(const lmscored_config *cfg)
     if (cfg->metrics_listen[0] &&
         metrics_http_start(cfg->metrics_listen, &svc, &metrics, &err) != LMS_OK) {
         log_error("cannot start the metrics server", &err);
+        rc = 1;
+    } else if (http && http_api_start(http, &err) != LMS_OK) {
+        log_error("cannot start the HTTP server", &err);
         rc = 1;
     } else if (server_start(&so, handlers, N_HANDLERS, &srv, &err) != LMS_OK) {
         log_error("cannot start the gRPC server", &err);
@@ -514,12 +530,14 @@ static int run(const lmscored_config *cfg)
         if (loaded == LMS_ERR_CANCELLED) {
             systemd_stopping();
             atomic_store(&svc.phase, PHASE_DRAINING);
-            stop_server(srv);
-        } else if (loaded != LMS_OK) {
-            log_error("cannot load the model", &err);
+            stop_server(srv, http);
+        } else if (loaded != LMS_OK || (http && http_api_bind(http, engine, &err) != LMS_OK)) {
+            log_error(loaded != LMS_OK ? "cannot load the model"
+                                       : "the rerank profile does not fit the model",
+                      &err);
             systemd_status("failed to load the model");
             atomic_store(&svc.phase, PHASE_DRAINING);
-            stop_server(srv);
+            stop_server(srv, http);
             rc = 1;
         } else {
             svc.engine = engine;
@@ -528,7 +546,7 @@ static int run(const lmscored_config *cfg)
             systemd_ready(&sd);
             log_msg(LOG_INFO, "serving");
             int sig = serve_until_signal(&svc, &sd);
-            stop_by = drain(&svc, sig, h, srv, &sd) + STOP_GRACE_MS;
+            stop_by = drain(&svc, sig, h, srv, http, &sd) + STOP_GRACE_MS;
         }
         metrics_http_stop(metrics);
         metrics = NULL;
@@ -540,6 +558,7 @@ static int run(const lmscored_config *cfg)
         if (engine) lms_engine_close(engine);
     }
     metrics_http_stop(metrics);
+    http_api_free(http);
     if (svc.workers) worker_pool_stop(svc.workers, -1);
     descriptor_pool_free(pool);
     health_free(h);

@@ -340,6 +340,19 @@ static void score_stream_free(void *state)
     free(gate);
 }
 
+/* Queues the job of req for c; gate is a ScoreStream's (NULL: a unary
+ * Score). */
+static void submit(service *svc, call *c, lms_engine *engine, ProtobufCMessage *req,
+                   service_gate *gate)
+{
+    score_job *job = service_job_new(sizeof *job, c, engine, req, score_job_run);
+    if (!job) return;
+    job->base.dispose = score_job_dispose;
+    job->gate = gate;
+    stream_totals_init(&job->totals);
+    service_job_submit(svc, &job->base);
+}
+
 static void on_score_message(call *c, const uint8_t *msg, size_t len, bool stream)
 {
     service *svc = call_ctx(c);
@@ -358,13 +371,12 @@ static void on_score_message(call *c, const uint8_t *msg, size_t len, bool strea
     lms_engine *engine;
     ProtobufCMessage *req =
         service_begin(svc, c, &lmscore__v1__score_request__descriptor, msg, len, &engine);
-    if (!req) return;
-    score_job *job = service_job_new(sizeof *job, c, engine, req, score_job_run);
-    if (!job) return;
-    job->base.dispose = score_job_dispose;
-    job->gate = gate;
-    stream_totals_init(&job->totals);
-    service_job_submit(svc, &job->base);
+    if (req) submit(svc, c, engine, req, gate);
+}
+
+void rpc_score_submit(service *svc, call *c, lms_engine *engine, Lmscore__V1__ScoreRequest *req)
+{
+    submit(svc, c, engine, &req->base, NULL);
 }
 
 static void on_score(call *c, const uint8_t *msg, size_t len)

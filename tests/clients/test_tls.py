@@ -1,9 +1,12 @@
 """test_tls.py — TLS end to end: lmscored with --tls-cert/--tls-key (a
 certificate for localhost and 127.0.0.1 signed by a throwaway CA made with
 openssl), reached by the CLI (--ca-cert, --authority) and the Python client
-(root_certificates); untrusted and plaintext clients are refused."""
+(root_certificates), and the HTTP API over HTTPS with the same certificate
+(curl); untrusted and plaintext clients are refused."""
 
+import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -87,3 +90,33 @@ def test_tls_misconfiguration_is_named(pki, cert, key, field, says):
     assert result.returncode == 1, result.stderr
     assert says in result.stderr and f"field={field}" in result.stderr, result.stderr
     assert "cannot listen" not in result.stderr, result.stderr
+
+
+@pytest.fixture(scope="module")
+def tls_http_daemon(pki):
+    d = Daemon(flags=["--tls-cert", str(pki / "server.pem"), "--tls-key", str(pki / "server.key"),
+                      "--http-listen", "127.0.0.1:0"],
+               ready_args=["--ca-cert", str(pki / "ca.pem")])
+    yield d
+    d.stop()
+
+
+def test_http_api_over_tls(tls_http_daemon, pki):
+    """--http-listen serves HTTPS with the daemon's certificate: curl that
+    trusts the CA scores; curl that does not, or plain HTTP, gets nothing."""
+    port = re.search(r'msg="HTTP listening"[^\n]*\bport=(\d+)', tls_http_daemon.log_text()).group(1)
+    body = '{"query": [1, 450], "items": [[338]], "label_token_ids": [3869]}'
+
+    def curl(url, *args):
+        return subprocess.run(["curl", "-sS", "--max-time", "30", "-H",
+                               "content-type: application/json", "-d", body, *args, url],
+                              capture_output=True, text=True, timeout=60)
+    ok = curl(f"https://127.0.0.1:{port}/v1/score", "--cacert", str(pki / "ca.pem"))
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["scores"][0][0] > 0
+    named = curl(f"https://localhost:{port}/v1/score", "--cacert", str(pki / "ca.pem"))
+    assert named.returncode == 0, named.stderr
+    untrusted = curl(f"https://127.0.0.1:{port}/v1/score", "--cacert", str(pki / "other.pem"))
+    assert untrusted.returncode != 0
+    plain = curl(f"http://127.0.0.1:{port}/v1/score")
+    assert plain.returncode != 0 or "scores" not in plain.stdout

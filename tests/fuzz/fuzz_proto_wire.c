@@ -18,6 +18,7 @@
 
 #include "lmscore/v1/score.pb-c.h"
 #include "proto_wire.h"
+#include "utf8_oracle.h"
 
 static const ProtobufCMessageDescriptor *const MESSAGES[] = {
     &lmscore__v1__score_request__descriptor,
@@ -26,31 +27,6 @@ static const ProtobufCMessageDescriptor *const MESSAGES[] = {
     &lmscore__v1__get_model_info_request__descriptor,
 };
 #define N_MESSAGES (sizeof MESSAGES / sizeof *MESSAGES)
-
-/* Well-formed UTF-8: no stray continuation, no overlong form, no surrogate,
- * nothing above U+10FFFF. */
-static bool utf8_valid(const unsigned char *s)
-{
-    while (*s) {
-        unsigned c = *s++, n, min;
-        uint32_t cp;
-        if (c < 0x80) continue;
-        if ((c & 0xe0) == 0xc0)
-            n = 1, min = 0x80, cp = c & 0x1f;
-        else if ((c & 0xf0) == 0xe0)
-            n = 2, min = 0x800, cp = c & 0x0f;
-        else if ((c & 0xf8) == 0xf0)
-            n = 3, min = 0x10000, cp = c & 0x07;
-        else
-            return false;
-        for (unsigned i = 0; i < n; i++, s++) {
-            if ((*s & 0xc0) != 0x80) return false;
-            cp = cp << 6 | (*s & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    }
-    return true;
-}
 
 static void check_strings(const ProtobufCMessage *m);
 

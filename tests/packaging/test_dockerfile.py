@@ -134,11 +134,12 @@ def test_runtime_runs_as_a_numeric_non_root_user(runtime):
     assert uid.isdigit() and int(uid) != 0
 
 
-def test_runtime_exposes_grpc_and_metrics_and_checks_health(runtime):
-    assert instructions(runtime, "EXPOSE") == ["50051 9464"]
+def test_runtime_exposes_grpc_metrics_and_http_and_checks_health(runtime):
+    assert instructions(runtime, "EXPOSE") == ["50051 9464 8080"]
     env = env_of(runtime)
     assert env["LMSCORE_LISTEN"] == "0.0.0.0:50051"
     assert env["LMSCORE_METRICS_LISTEN"] == "0.0.0.0:9464"
+    assert env["LMSCORE_HTTP_LISTEN"] == "0.0.0.0:8080"
     (health,) = instructions(runtime, "HEALTHCHECK")
     cmd = health[health.index("CMD"):]
     assert '"/usr/bin/lmscore", "health"' in cmd

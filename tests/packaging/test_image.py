@@ -128,12 +128,13 @@ def test_image_runs_as_its_non_root_user_with_the_healthcheck(image):
     assert '"/usr/bin/lmscore","health"' in health, "the HEALTHCHECK was dropped (--format?)"
 
 
-def test_image_serves_grpc_and_metrics_by_default(image):
+def test_image_serves_grpc_metrics_and_http_by_default(image):
     config = sh("podman", "image", "inspect", image, "--format",
                 "{{json .Config.ExposedPorts}} {{json .Config.Env}}").stdout
     ports, env = config.split(" ", 1)
-    assert set(json.loads(ports)) == {"50051/tcp", "9464/tcp"}
+    assert set(json.loads(ports)) == {"50051/tcp", "9464/tcp", "8080/tcp"}
     assert "LMSCORE_METRICS_LISTEN=0.0.0.0:9464" in json.loads(env)
+    assert "LMSCORE_HTTP_LISTEN=0.0.0.0:8080" in json.loads(env)
     assert "LMSCORE_LISTEN=0.0.0.0:50051" in json.loads(env)
 
 

@@ -2,10 +2,10 @@
 resources and images, the same as `kubectl kustomize` where kubectl is
 installed), validated against the Kubernetes API schemas (npm
 kubernetes-models), and held to the deployment's policies: gRPC probes on the
-served port, non-root read-only pods without capabilities, resources set,
+served port, the HTTP API's port on the Service, non-root read-only pods without capabilities, resources set,
 selectors that match, an HPA (on an exported metric, with CPU as fallback)
 that alone sets the replica count, pods spread over nodes, a PDB, a
-NetworkPolicy admitting only gRPC from the namespace and metrics from the
+NetworkPolicy admitting only gRPC and HTTP from the namespace and metrics from the
 monitoring namespace, a PodMonitor on the metrics port and a PrometheusRule,
 both carrying labels set in their kustomization, flags from the ConfigMap."""
 
@@ -23,6 +23,7 @@ from conftest import read
 
 GRPC_PORT = 50051
 METRICS_PORT = 9464
+HTTP_PORT = 8080
 CONFIG = "lmscored-config"
 
 
@@ -172,6 +173,15 @@ def test_container_serves_the_metrics_port(docs, container):
     assert listen == f"0.0.0.0:{METRICS_PORT}"
 
 
+def test_the_service_exposes_the_http_api(docs, container):
+    assert {"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"} in container["ports"]
+    listen = one(docs, "ConfigMap", CONFIG)["data"]["LMSCORE_HTTP_LISTEN"]
+    assert listen == f"0.0.0.0:{HTTP_PORT}"
+    service = one(docs, "Service", "lmscored")
+    assert {"name": "http", "port": HTTP_PORT, "targetPort": "http", "protocol": "TCP",
+            "appProtocol": "http"} in service["spec"]["ports"]
+
+
 def test_podmonitor_scrapes_the_metrics_port(docs, deployment):
     spec = one(docs, "PodMonitor")["spec"]
     pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
@@ -230,9 +240,12 @@ def test_services_route_grpc_to_the_named_port(docs):
     assert services["lmscored-headless"]["clusterIP"] == "None"
     assert services["lmscored"].get("type", "ClusterIP") == "ClusterIP"
     for spec in services.values():
-        (port,) = spec["ports"]
+        port = next(p for p in spec["ports"] if p["name"] == "grpc")
         assert port["port"] == GRPC_PORT and port["targetPort"] == "grpc"
         assert port["appProtocol"] == "grpc"
+    # the headless one is for gRPC clients balancing themselves; HTTP goes
+    # through the ClusterIP (test_the_service_exposes_the_http_api)
+    assert len(services["lmscored-headless"]["ports"]) == 1
 
 
 def test_hpa_and_pdb_target_the_deployment(docs, deployment):
@@ -305,7 +318,7 @@ def test_pods_spread_over_nodes(deployment):
         assert c["matchLabelKeys"] == ["pod-template-hash"]
 
 
-def test_network_policy_admits_grpc_from_the_namespace_and_metrics_from_monitoring(
+def test_network_policy_admits_grpc_and_http_from_the_namespace_and_metrics_from_monitoring(
         docs, deployment, container):
     policy = one(docs, "NetworkPolicy")["spec"]
     pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
@@ -321,6 +334,7 @@ def test_network_policy_admits_grpc_from_the_namespace_and_metrics_from_monitori
             admitted[ports[port["port"]]] = peer
     assert admitted == {
         GRPC_PORT: {"podSelector": {}},
+        HTTP_PORT: {"podSelector": {}},
         METRICS_PORT: {"namespaceSelector": {"matchLabels": {
             "kubernetes.io/metadata.name": "monitoring"}}}}
 

@@ -11,6 +11,7 @@ LMSCORE_BUILD_DIR (lmscored, lmscored-test-hooks, lmscore-local, models/) and
 PYTHONPATH (the Python client's package, whose generated stubs the tests use,
 and the reflection stubs).
 """
+import http.client
 import json
 import os
 import re
@@ -194,6 +195,54 @@ class Metrics:
         _, body = self.get()
         return {(s.name, frozenset(s.labels.items())): s.value
                 for family in parse_text(body) for s in family.samples}
+
+
+class Http:
+    """One daemon's HTTP API (--http-listen): post() sends a JSON body (or
+    raw bytes) and returns (status, headers, parsed JSON body)."""
+
+    def __init__(self, daemon, context=None):
+        line = daemon.wait_for_log(r'"?msg"?[=:]"HTTP listening"', 60)
+        self.port = int(re.search(r'"?port"?[=:]"?(\d+)', line).group(1))
+        self.context = context  # an ssl.SSLContext for a TLS daemon
+
+    def connection(self, timeout=300):
+        if self.context:
+            return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=timeout,
+                                               context=self.context)
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def post(self, path, body, headers=None, method="POST", conn=None, timeout=300):
+        """body: a JSON-able value, or bytes sent as they are."""
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        own = conn is None
+        conn = conn or self.connection(timeout)
+        try:
+            conn.request(method, path, body=data,
+                         headers={"Content-Type": "application/json", **(headers or {})})
+            resp = conn.getresponse()
+            raw = resp.read()
+            return resp.status, resp.headers, json.loads(raw) if raw else None
+        finally:
+            if own:
+                conn.close()
+
+    def score(self, body, **kw):
+        return self.post("/v1/score", body, **kw)
+
+    def rerank(self, body, **kw):
+        return self.post("/v1/rerank", body, **kw)
+
+
+def http_error(body):
+    """(reason, field) of an HTTP error body (google.rpc.Status as JSON)."""
+    details = body["error"].get("details", [])
+    if not details:
+        return None, None
+    (info,) = details
+    assert info["@type"] == "type.googleapis.com/google.rpc.ErrorInfo" and \
+        info["domain"] == "lmscore", info
+    return info["reason"], info.get("metadata", {}).get("field")
 
 
 def value(scrape, name, **labels):

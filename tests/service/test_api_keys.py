@@ -1,11 +1,13 @@
 """API keys (--api-key-file): every call but the health checks carries
 "authorization: Bearer KEY" with one of the file's keys, or ends
-UNAUTHENTICATED with reason missing_api_key or invalid_api_key; reflection
-follows the keys, /metrics stays open; the CLI and the Python client send a
-key from --api-key-file, api_key= or $LMSCORE_API_KEY; no key ever reaches
-the log; a bad key file stops the daemon before it listens.
+UNAUTHENTICATED (HTTP 401) with reason missing_api_key or invalid_api_key,
+on gRPC and on the HTTP API alike; reflection follows the keys, /metrics
+stays open; the CLI and the Python client send a key from --api-key-file,
+api_key= or $LMSCORE_API_KEY; no key ever reaches the log; a bad key file
+stops the daemon before it listens.
 """
 import os
+import socket
 import subprocess
 
 import grpc
@@ -13,7 +15,8 @@ import pytest
 
 import lmscore
 from grpc_reflection.v1 import reflection_pb2, reflection_pb2_grpc
-from harness import BUILD, LMSCORED, MODEL, Daemon, Metrics, error_info, tokens, value
+from harness import (BUILD, LMSCORED, MODEL, Daemon, Http, Metrics, error_info, http_error,
+                     tokens, value)
 from lmscore._pb import health_pb2, health_pb2_grpc
 from lmscore.v1 import score_pb2, score_pb2_grpc
 
@@ -38,7 +41,7 @@ def key_file(tmp_path_factory):
 @pytest.fixture(scope="module")
 def daemon(key_file):
     with Daemon("--api-key-file", key_file, "--metrics-listen", "127.0.0.1:0",
-                "--log-level", "debug") as d:
+                "--http-listen", "127.0.0.1:0", "--log-level", "debug") as d:
         yield d
 
 
@@ -97,6 +100,37 @@ def test_score_needs_a_key(daemon):
         with pytest.raises(grpc.RpcError) as e:
             raw(b"", timeout=60, metadata=bearer(KEYS[0]))
         assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+def test_http_needs_a_key(daemon):
+    api = Http(daemon)
+    body = {"query": [1, 2, 3], "items": [[4]], "label_token_ids": [6]}
+
+    def refused(reason, headers=None, path="/v1/score"):
+        status, got_headers, got = api.post(path, body, headers=headers)
+        assert status == 401 and http_error(got) == (reason, None), got
+        assert got["error"]["status"] == "UNAUTHENTICATED"
+        assert got_headers["WWW-Authenticate"] == "Bearer"
+    refused("missing_api_key")
+    refused("missing_api_key", path="/v1/rerank")
+    for wrong in ["not-a-key", KEYS[0] + "x", f"Basic {KEYS[0]}", KEYS[0]]:
+        header = wrong if " " in wrong or wrong == KEYS[0] else f"Bearer {wrong}"
+        refused("invalid_api_key", {"Authorization": header})
+    for key in KEYS:
+        status, _, got = api.score(body, headers={"authorization": f"bearer {key}"})
+        assert status == 200 and len(got["scores"]) == 1, got
+    status, _, got = api.rerank({"query": "q", "documents": ["d"]},
+                                headers={"Authorization": f"Bearer {KEYS[1]}"})
+    assert status == 200, got
+    # nothing is said about what is served without a key
+    refused("missing_api_key", path="/v1/nothing")
+    status, _, got = api.post("/v1/nothing", body, headers={"Authorization": f"Bearer {KEYS[0]}"})
+    assert status == 404
+    # the key is checked before the body is looked at
+    s = socket.create_connection(("127.0.0.1", api.port), timeout=60)
+    s.sendall(b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Length: 1073741824\r\n\r\n")
+    assert s.recv(64).startswith(b"HTTP/1.1 401")
+    s.close()
 
 
 def test_health_is_open(daemon):
@@ -178,9 +212,15 @@ def test_no_key_in_the_log(daemon):
         stub.Score(score_request(), timeout=60, metadata=bearer(KEYS[0]))
         with pytest.raises(grpc.RpcError):
             stub.Score(score_request(), timeout=60, metadata=bearer("a-wrong-key-to-look-for"))
+    api = Http(daemon)
+    api.score({"query": [1], "items": [], "label_token_ids": [2]},
+              headers={"Authorization": "Bearer another-wrong-key-to-look-for"})
+    api.score({"query": [1], "items": [], "label_token_ids": [2]},
+              headers={"Authorization": f"Bearer {KEYS[2]}"})
     log = daemon.log()
     assert "call finished" in log and "invalid_api_key" in log
-    for key in KEYS + ["a-wrong-key-to-look-for"]:
+    assert 'method="POST /v1/score"' in log
+    for key in KEYS + ["a-wrong-key-to-look-for", "another-wrong-key-to-look-for"]:
         assert key not in log
 
 

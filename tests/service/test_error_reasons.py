@@ -40,7 +40,7 @@ def proto_comment_reasons():
 
 
 def api_md_reasons():
-    errors = read("docs", "api.md").split("## Errors", 1)[1]
+    errors = read("docs", "api.md").split("\n## Errors", 1)[1].split("\n## ", 1)[0]
     table = [line for line in errors.splitlines() if line.startswith("|")]
     return {r for line in table for r in re.findall(r"`([a-z][a-z_]+)`", line.split("|")[2])}
 

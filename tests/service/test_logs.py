@@ -3,7 +3,8 @@ keep their types (numbers are JSON numbers), and every line about a call
 names the call's request id (the client's x-request-id, or one the daemon
 made, returned in the response's x-request-id metadata either way) and the
 trace id of a valid W3C traceparent; a malformed traceparent is ignored,
-never an error.
+never an error. HTTP API calls carry them the same way (the X-Request-Id and
+traceparent headers, X-Request-Id answered).
 """
 import json
 import re
@@ -11,7 +12,7 @@ import re
 import grpc
 import pytest
 
-from harness import Daemon, tokens
+from harness import Daemon, Http, tokens
 from lmscore.v1 import score_pb2
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -21,7 +22,8 @@ MADE_ID = re.compile(r"[0-9a-f]{32}")
 
 @pytest.fixture(scope="module")
 def daemon():
-    with Daemon("--log-format", "json", "--log-level", "debug") as d:
+    with Daemon("--log-format", "json", "--log-level", "debug", "--http-listen",
+                "127.0.0.1:0") as d:
         yield d
 
 
@@ -178,3 +180,34 @@ def test_text_logs_carry_the_same_fields():
                                ("traceparent", VALID_TRACEPARENTS["version 00"])])
         line = d.wait_for_log(r'msg="call finished".*request_id=text-1', 60)
         assert f"trace_id={TRACE_ID}" in line and re.search(r" ms=\d+\.\d{3}\b", line), line
+
+
+def test_http_calls_carry_request_ids_and_trace_ids(daemon):
+    api = Http(daemon)
+    body = {"query": [1, 2, 3], "items": [[4, 5]], "label_token_ids": [6]}
+    status, headers, _ = api.score(body, headers={
+        "X-Request-Id": "http-1", "traceparent": VALID_TRACEPARENTS["version 00"]})
+    assert status == 200 and headers["X-Request-Id"] == "http-1"
+    done = finished(daemon, "http-1")
+    assert done["method"] == "POST /v1/score" and done["trace_id"] == TRACE_ID
+    assert sorted(r["msg"] for r in call_records(daemon, "http-1")) == ["call finished", "scored"]
+    # a refused request too, and one without an id gets a made one
+    status, headers, _ = api.post("/v1/nothing", {}, headers={"X-Request-Id": "http-404"})
+    assert status == 404 and headers["X-Request-Id"] == "http-404"
+    assert finished(daemon, "http-404")["reason"] == "not_found"
+    status, headers, _ = api.score(body)
+    assert status == 200 and MADE_ID.fullmatch(headers["X-Request-Id"])
+    assert finished(daemon, headers["X-Request-Id"])["code"] == "OK"
+    # a repeated traceparent is ambiguous, as on gRPC
+    conn = api.connection()
+    conn.putrequest("POST", "/v1/score")
+    for name, value in [("Content-Type", "application/json"), ("X-Request-Id", "http-twice"),
+                        ("traceparent", VALID_TRACEPARENTS["version 00"]),
+                        ("traceparent", f"00-{'1' * 32}-{PARENT_ID}-01")]:
+        conn.putheader(name, value)
+    data = json.dumps(body).encode()
+    conn.putheader("Content-Length", str(len(data)))
+    conn.endheaders(data)
+    assert conn.getresponse().status == 200
+    conn.close()
+    assert "trace_id" not in finished(daemon, "http-twice")

@@ -1,0 +1,459 @@
+/*
+ * http_server.c — the HTTP API's transport (see http_server.h). A request
+ * is an exchange: its call, its body and, once the call has ended, its
+ * answer. libmicrohttpd runs a thread per connection and calls on_request
+ * for the headers, for each piece of the body and at its end; the thread
+ * then starts the endpoint's work and waits for the call's end on an
+ * eventfd, watching the client's socket: a client that hangs up (POLLRDHUP)
+ * cancels the call, as a gRPC client's cancellation does.
+ *
+ * Why libmicrohttpd: the daemon already links it for /metrics; it parses
+ * HTTP/1.1 (keep-alive, chunked bodies, 100-continue) and does TLS
+ * (GnuTLS) itself; it hands the body over piece by piece, so a body over
+ * the limit is refused from its Content-Length, or as it passes the limit,
+ * without being held; and its thread per connection lets a request wait
+ * for the engine in plain blocking code.
+ */
+#include "http_server.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "http_status.h"
+#include "listen_addr.h"
+#include "mhd_log.h"
+#include "request_context.h"
+#include "tls.h"
+
+/* A connection idle this long (between requests, or in the middle of one)
+ * is closed. */
+#define IDLE_TIMEOUT_S 60
+/* The connection threads run the request's parsing and the answer's
+ * rendering, nothing deep: a small stack (sanitizer builds need more than
+ * release ones, and it is only address space). */
+#define THREAD_STACK_BYTES ((size_t)1 << 20)
+
+struct http_server {
+    struct MHD_Daemon *daemon;
+    http_options opt;
+    tls_pem_pair pem;       /* kept while the daemon runs */
+    atomic_llong receiving; /* bytes held for bodies being received */
+    int port;
+};
+
+typedef struct {
+    http_server *srv;
+    const http_endpoint *ep; /* NULL: nothing served at the request's path */
+    request_context context; /* the call's, its request id sent back */
+    call *c;
+    char *body;
+    size_t len, cap;
+    int64_t reserved; /* of srv->receiving */
+    int wake_fd;      /* written once the call has ended */
+
+    pthread_mutex_t mu; /* guards the answer */
+    bool ended;
+    unsigned status;
+    char *answer;
+    size_t answer_len;
+} exchange;
+
+static const char OUT_OF_MEMORY[] =
+    "{\"error\":{\"code\":500,\"status\":\"INTERNAL\",\"message\":\"out of memory\"}}";
+
+/* The call's end (any thread): its answer, rendered now, while the reply
+ * is valid. */
+static void on_end(call *c, void *ctx, const rpc_status *st, const ProtobufCMessage *reply)
+{
+    exchange *ex = ctx;
+    json_writer w;
+    json_writer_init(&w);
+    unsigned status = http_status_of(st);
+    if (st->code == GRPC_STATUS_OK) {
+        ex->ep->render(c, reply, &w);
+    } else if (ex->ep && ex->ep->name_fields) {
+        rpc_status named = *st;
+        ex->ep->name_fields(&named);
+        http_status_json(&named, &w);
+    } else {
+        http_status_json(st, &w);
+    }
+    char *text = NULL;
+    size_t len = 0;
+    if (!json_writer_done(&w, &text, &len)) status = 500;
+    /* The connection thread may free ex as soon as it sees ended: nothing
+     * of ex is touched after the unlock. */
+    pthread_mutex_lock(&ex->mu);
+    ex->ended = true;
+    ex->status = status;
+    ex->answer = text;
+    ex->answer_len = len;
+    uint64_t one = 1;
+    while (write(ex->wake_fd, &one, sizeof one) < 0 && errno == EINTR) {
+    }
+    pthread_mutex_unlock(&ex->mu);
+}
+
+static bool ended(exchange *ex)
+{
+    pthread_mutex_lock(&ex->mu);
+    bool e = ex->ended;
+    pthread_mutex_unlock(&ex->mu);
+    return e;
+}
+
+/* Takes n bytes of the receive budget for ex; false when it is spent. */
+static bool reserve(exchange *ex, int64_t n)
+{
+    http_server *s = ex->srv;
+    long long now = atomic_fetch_add(&s->receiving, n) + n;
+    if (now > s->opt.max_receive_buffer) {
+        atomic_fetch_sub(&s->receiving, n);
+        return false;
+    }
+    ex->reserved += n;
+    return true;
+}
+
+static void release(exchange *ex)
+{
+    atomic_fetch_sub(&ex->srv->receiving, ex->reserved);
+    ex->reserved = 0;
+}
+
+static void refuse_buffer_full(exchange *ex)
+{
+    rpc_status st;
+    rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, "receive_buffer_full", NULL,
+                   "the server holds %lld bytes of request bodies still arriving, its limit "
+                   "(--max-receive-buffer): retry later",
+                   (long long)ex->srv->opt.max_receive_buffer);
+    call_finish(ex->c, &st);
+}
+
+static void refuse_too_large(exchange *ex, unsigned long long size, const char *what)
+{
+    rpc_status st;
+    rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, "message_too_large", NULL,
+                   "the request body (%s%llu bytes) exceeds the server's max message size (%lld "
+                   "bytes); send fewer items per call",
+                   what, size, (long long)ex->srv->opt.max_body_bytes);
+    call_finish(ex->c, &st);
+}
+
+/* Room for the body the client announced (Content-Length), taken at once:
+ * it is refused before any of it is read when it is too large. */
+static void expect_body(exchange *ex, const char *content_length)
+{
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(content_length, &end, 10);
+    if (errno || end == content_length || *end) return; /* libmicrohttpd refuses it */
+    if (n > (unsigned long long)ex->srv->opt.max_body_bytes) {
+        refuse_too_large(ex, n, "announced: ");
+        return;
+    }
+    if (!reserve(ex, (int64_t)n + 1)) {
+        refuse_buffer_full(ex);
+        return;
+    }
+    if (!(ex->body = malloc(n + 1))) {
+        rpc_status st;
+        rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, NULL, NULL, "out of memory");
+        call_finish(ex->c, &st);
+        return;
+    }
+    ex->cap = n + 1;
+}
+
+/* A piece of the body. */
+static void receive(exchange *ex, const char *data, size_t n)
+{
+    int64_t limit = ex->srv->opt.max_body_bytes;
+    if ((int64_t)(ex->len + n) > limit) {
+        refuse_too_large(ex, (unsigned long long)(ex->len + n), "at least ");
+        return;
+    }
+    if (ex->len + n + 1 > ex->cap) {
+        size_t cap = ex->cap ? ex->cap : 4096;
+        while (cap < ex->len + n + 1)
+            cap *= 2;
+        if ((int64_t)cap > limit + 1) cap = (size_t)limit + 1;
+        if (!reserve(ex, (int64_t)(cap - ex->cap))) {
+            refuse_buffer_full(ex);
+            return;
+        }
+        char *grown = realloc(ex->body, cap);
+        if (!grown) {
+            rpc_status st;
+            rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, NULL, NULL, "out of memory");
+            call_finish(ex->c, &st);
+            return;
+        }
+        ex->body = grown;
+        ex->cap = cap;
+    }
+    memcpy(ex->body + ex->len, data, n);
+    ex->len += n;
+}
+
+/* The headers a request context is made of: the first x-request-id, and
+ * the traceparent when there is exactly one (several are ambiguous), as
+ * the gRPC call layer reads its metadata. */
+typedef struct {
+    const char *request_id, *traceparent;
+    int traceparents;
+} context_headers;
+
+static enum MHD_Result read_context_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                           const char *value)
+{
+    context_headers *h = cls;
+    (void)kind;
+    if (!value) return MHD_YES;
+    if (!h->request_id && strcasecmp(key, REQUEST_ID_HEADER) == 0)
+        h->request_id = value;
+    else if (strcasecmp(key, TRACEPARENT_HEADER) == 0 && h->traceparents++ == 0)
+        h->traceparent = value;
+    return MHD_YES;
+}
+
+static void read_context(struct MHD_Connection *conn, request_context *ctx)
+{
+    context_headers h = {0};
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, read_context_header, &h);
+    if (h.traceparents > 1) h.traceparent = NULL;
+    request_context_init(ctx, h.request_id, h.request_id ? strlen(h.request_id) : 0, h.traceparent,
+                         h.traceparent ? strlen(h.traceparent) : 0);
+}
+
+static const http_endpoint *find_endpoint(const http_server *s, const char *path)
+{
+    for (size_t i = 0; i < s->opt.n_endpoints; i++)
+        if (strcmp(s->opt.endpoints[i]->path, path) == 0) return s->opt.endpoints[i];
+    return NULL;
+}
+
+/* The headers are in: the exchange and its call, ended at once when the
+ * request is refused. NULL when out of memory. */
+static exchange *begin(http_server *s, struct MHD_Connection *conn, const char *url,
+                       const char *method)
+{
+    exchange *ex = calloc(1, sizeof *ex);
+    if (!ex) return NULL;
+    ex->srv = s;
+    ex->ep = find_endpoint(s, url);
+    ex->wake_fd = eventfd(0, EFD_CLOEXEC);
+    pthread_mutex_init(&ex->mu, NULL);
+    read_context(conn, &ex->context);
+    char name[128];
+    snprintf(name, sizeof name, "%s %s", method, url);
+    call_sink sink = {.on_end = on_end, .ctx = ex};
+    ex->c = ex->wake_fd >= 0
+                ? call_open(ex->ep ? &ex->ep->handler : NULL, name, &ex->context, &sink)
+                : NULL;
+    if (!ex->c) {
+        if (ex->wake_fd >= 0) close(ex->wake_fd);
+        pthread_mutex_destroy(&ex->mu);
+        free(ex);
+        return NULL;
+    }
+    rpc_status st;
+    const char *auth =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *length =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (!api_keys_check(s->opt.keys, auth, auth ? strlen(auth) : 0, &st)) {
+        call_finish(ex->c, &st);
+    } else if (!ex->ep) {
+        /* the path is the client's bytes: not echoed */
+        char served[160] = "";
+        for (size_t i = 0, n = 0; i < s->opt.n_endpoints && n < sizeof served; i++)
+            n += (size_t)snprintf(served + n, sizeof served - n, "%sPOST %s", i ? ", " : "",
+                                  s->opt.endpoints[i]->path);
+        rpc_status_set(&st, GRPC_STATUS_UNIMPLEMENTED, "not_found", NULL,
+                       "nothing is served at this path; the endpoints are %s", served);
+        call_finish(ex->c, &st);
+    } else if (strcmp(method, MHD_HTTP_METHOD_POST) != 0) {
+        rpc_status_set(&st, GRPC_STATUS_UNIMPLEMENTED, "method_not_allowed", NULL,
+                       "%s takes POST, not %.16s", ex->ep->path, method);
+        call_finish(ex->c, &st);
+    } else if (length) {
+        expect_body(ex, length);
+    }
+    return ex;
+}
+
+/* Waits for the call's end; a client that hangs up meanwhile cancels it. */
+static void wait_for_end(exchange *ex, struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct pollfd fds[2] = {{.fd = ex->wake_fd, .events = POLLIN},
+                            {.fd = ci ? ci->connect_fd : -1, .events = POLLRDHUP}};
+    nfds_t watched = fds[1].fd >= 0 ? 2 : 1;
+    while (!ended(ex)) {
+        if (poll(fds, watched, -1) < 0 && errno != EINTR) break;
+        if (watched == 2 && fds[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+            call_cancel(ex->c);
+            watched = 1; /* the end follows: the work stops at its next check */
+        }
+    }
+}
+
+/* The body is complete: the endpoint's work, the wait for its end. */
+static void run(exchange *ex, struct MHD_Connection *conn)
+{
+    static char empty[1];
+    ex->ep->on_body(ex->c, ex->body ? ex->body : empty, ex->len);
+    /* the request has been read into its own structures */
+    free(ex->body);
+    ex->body = NULL;
+    ex->len = ex->cap = 0;
+    release(ex);
+    wait_for_end(ex, conn);
+}
+
+static enum MHD_Result answer(struct MHD_Connection *conn, exchange *ex)
+{
+    pthread_mutex_lock(&ex->mu);
+    char *text = ex->answer;
+    size_t len = ex->answer_len;
+    unsigned status = ex->status;
+    ex->answer = NULL;
+    pthread_mutex_unlock(&ex->mu);
+    struct MHD_Response *r =
+        text ? MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE)
+             : MHD_create_response_from_buffer(sizeof OUT_OF_MEMORY - 1, (void *)OUT_OF_MEMORY,
+                                               MHD_RESPMEM_PERSISTENT);
+    if (!r) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    MHD_add_response_header(r, REQUEST_ID_HEADER, ex->context.request_id);
+    if (status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, MHD_HTTP_METHOD_POST);
+    if (status == MHD_HTTP_TOO_MANY_REQUESTS || status == MHD_HTTP_SERVICE_UNAVAILABLE)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    enum MHD_Result ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **req_cls)
+{
+    (void)version;
+    exchange *ex = *req_cls;
+    if (!ex) {
+        if (!(ex = begin(cls, conn, url, method))) return MHD_NO;
+        *req_cls = ex;
+        return ended(ex) ? answer(conn, ex) : MHD_YES;
+    }
+    if (*upload_data_size) {
+        if (!ended(ex)) receive(ex, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return ended(ex) ? answer(conn, ex) : MHD_YES;
+    }
+    if (!ended(ex)) run(ex, conn);
+    return answer(conn, ex);
+}
+
+/* The request is over, answered or not (the client gone, the server
+ * stopping): a call that never started its work ends CANCELLED. */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls, (void)conn, (void)toe;
+    exchange *ex = *req_cls;
+    if (!ex) return;
+    if (!ended(ex)) {
+        rpc_status st;
+        rpc_status_set(&st, GRPC_STATUS_CANCELLED, NULL, NULL,
+                       "the connection closed before the request was complete");
+        call_cancel(ex->c);
+        call_finish(ex->c, &st);
+    }
+    call_unref(ex->c);
+    free(ex->answer);
+    free(ex->body);
+    release(ex);
+    close(ex->wake_fd);
+    pthread_mutex_destroy(&ex->mu);
+    free(ex);
+    *req_cls = NULL;
+}
+
+lms_status http_server_start(const http_options *opt, http_server **out, lms_error *err)
+{
+    http_server *s = calloc(1, sizeof *s);
+    if (!s) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
+    s->opt = *opt;
+    atomic_init(&s->receiving, 0);
+    struct addrinfo *ai = NULL;
+    bool tls = opt->tls_cert && opt->tls_cert[0];
+    lms_status st = listen_addr_resolve(opt->listen, "http-listen", &ai, err);
+    if (st == LMS_OK && tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+        st = lms_fail(err, LMS_ERR_UNSUPPORTED, NULL, "http-listen",
+                      "this libmicrohttpd cannot serve TLS: --http-listen with --tls-cert needs "
+                      "one built with GnuTLS");
+    if (st == LMS_OK && tls) st = tls_read_pair(opt->tls_cert, opt->tls_key, &s->pem, err);
+    if (st != LMS_OK) {
+        if (ai) freeaddrinfo(ai);
+        free(s);
+        return st;
+    }
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD |
+                     MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0) |
+                     (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+    struct MHD_OptionItem tls_options[3] = {{MHD_OPTION_END, 0, NULL}};
+    if (tls) {
+        tls_options[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, s->pem.key};
+        tls_options[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, s->pem.cert};
+        tls_options[2] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    }
+    s->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, "HTTP server",
+        MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)opt->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S,
+        MHD_OPTION_THREAD_STACK_SIZE, THREAD_STACK_BYTES, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+        NULL, MHD_OPTION_ARRAY, tls_options, MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!s->daemon) {
+        tls_pem_pair_free(&s->pem);
+        free(s);
+        return lms_fail(err, LMS_ERR_IO, "bind_failed", "http-listen",
+                        "cannot serve HTTP on %s (address in use or not local?)", opt->listen);
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = info ? info->port : 0;
+    *out = s;
+    return LMS_OK;
+}
+
+int http_server_port(const http_server *s)
+{
+    return s->port;
+}
+
+void http_server_stop(http_server *s)
+{
+    if (!s) return;
+    MHD_stop_daemon(s->daemon);
+    tls_pem_pair_free(&s->pem);
+    free(s);
+}

@@ -1,0 +1,376 @@
+/*
+ * json_request.c — /v1/score and /v1/rerank bodies into messages (see
+ * json_request.h). The message under construction stays consistent at
+ * every step (counts match what the arrays hold), so a failure anywhere
+ * frees it whole with protobuf_c_message_free_unpacked.
+ */
+#include "json_request.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_reader.h"
+
+typedef struct {
+    json_reader r;
+    decode_budget *budget;
+    bool out_of_memory; /* malloc failed within the budget */
+} reading;
+
+static void *take(reading *x, size_t size)
+{
+    void *p = decode_budget_alloc(x->budget, size);
+    if (!p) {
+        x->out_of_memory = !x->budget->exceeded;
+        json_fail(&x->r, "message_too_large", NULL, "over the decoding budget");
+    }
+    return p;
+}
+
+/* Room for one more element in *array of *cap; false (and the reader
+ * failed) when the budget is spent. */
+static bool grow(reading *x, void **array, size_t n, size_t *cap, size_t elem)
+{
+    if (n < *cap) return true;
+    size_t want = *cap ? *cap * 2 : 8;
+    void *grown = decode_budget_realloc(x->budget, *array, *cap * elem, want * elem);
+    if (!grown) {
+        x->out_of_memory = !x->budget->exceeded;
+        return json_fail(&x->r, "message_too_large", NULL, "over the decoding budget");
+    }
+    *array = grown;
+    *cap = want;
+    return true;
+}
+
+static char *read_text(reading *x, const char *field)
+{
+    size_t bound;
+    if (!json_string_bound(&x->r, field, &bound)) return NULL;
+    char *s = take(x, bound);
+    if (s && !json_read_string(&x->r, field, s, NULL)) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static bool read_ids(reading *x, const char *field, int32_t **ids, size_t *n)
+{
+    if (!json_array_begin(&x->r, field)) return false;
+    size_t cap = 0;
+    while (json_array_next(&x->r)) {
+        int64_t v;
+        if (!grow(x, (void **)ids, *n, &cap, sizeof **ids)) return false;
+        if (!json_read_int(&x->r, NULL, INT32_MIN, INT32_MAX, &v)) {
+            json_name_field(&x->r, "%s[%zu]", field, *n);
+            return false;
+        }
+        (*ids)[(*n)++] = (int32_t)v;
+    }
+    return !json_failed(&x->r);
+}
+
+/* A query or item: a string is text, an array token ids, null neither
+ * (the shared conversion then says missing_input). */
+static Lmscore__V1__Input *read_input(reading *x, const char *field)
+{
+    Lmscore__V1__Input *in = take(x, sizeof *in);
+    if (!in) return NULL;
+    lmscore__v1__input__init(in);
+    switch (json_peek(&x->r)) {
+    case JSON_NULL:
+        json_read_null(&x->r);
+        return in;
+    case JSON_STRING:
+        in->kind_case = LMSCORE__V1__INPUT__KIND_TEXT;
+        if ((in->text = read_text(x, field))) return in;
+        break;
+    case JSON_ARRAY:
+        in->kind_case = LMSCORE__V1__INPUT__KIND_TOKEN_IDS;
+        if (!(in->token_ids = take(x, sizeof *in->token_ids))) break;
+        lmscore__v1__token_ids__init(in->token_ids);
+        if (read_ids(x, field, &in->token_ids->ids, &in->token_ids->n_ids)) return in;
+        break;
+    case JSON_INVALID:
+        break;
+    default:
+        json_fail(&x->r, "malformed_request", field,
+                  "expected a string (text) or an array of token ids");
+    }
+    protobuf_c_message_free_unpacked(&in->base, NULL);
+    return NULL;
+}
+
+static bool read_items(reading *x, Lmscore__V1__ScoreRequest *req)
+{
+    if (!json_array_begin(&x->r, "items")) return false;
+    size_t cap = 0;
+    while (json_array_next(&x->r)) {
+        char field[32];
+        snprintf(field, sizeof field, "items[%zu]", req->n_items);
+        if (!grow(x, (void **)&req->items, req->n_items, &cap, sizeof *req->items)) return false;
+        Lmscore__V1__Input *in = read_input(x, field);
+        if (!in) return false;
+        req->items[req->n_items++] = in;
+    }
+    return !json_failed(&x->r);
+}
+
+static bool read_texts(reading *x, const char *field, char ***texts, size_t *n)
+{
+    if (!json_array_begin(&x->r, field)) return false;
+    size_t cap = 0;
+    while (json_array_next(&x->r)) {
+        char name[96];
+        snprintf(name, sizeof name, "%s[%zu]", field, *n);
+        if (!grow(x, (void **)texts, *n, &cap, sizeof **texts)) return false;
+        char *s = read_text(x, name);
+        if (!s) return false;
+        (*texts)[(*n)++] = s;
+    }
+    return !json_failed(&x->r);
+}
+
+/* An Algorithm by its proto name ("ALGORITHM_SERIAL") or number; an
+ * unknown number is the shared conversion's to refuse, as on gRPC. */
+static bool read_algorithm(reading *x, Lmscore__V1__Algorithm *out)
+{
+    int64_t v;
+    if (json_peek(&x->r) == JSON_NUMBER) {
+        if (!json_read_int(&x->r, "algorithm", INT32_MIN, INT32_MAX, &v)) return false;
+        *out = (Lmscore__V1__Algorithm)v;
+        return true;
+    }
+    char name[48] = "";
+    size_t bound;
+    if (!json_string_bound(&x->r, "algorithm", &bound)) return false;
+    if (!json_read_string(&x->r, "algorithm", bound <= sizeof name ? name : NULL, NULL))
+        return false;
+    const ProtobufCEnumValue *e =
+        protobuf_c_enum_descriptor_get_value_by_name(&lmscore__v1__algorithm__descriptor, name);
+    if (!e)
+        return json_fail(&x->r, "unknown_algorithm", "algorithm",
+                         "unknown value \"%.48s\" (ALGORITHM_UNSPECIFIED, ALGORITHM_SERIAL, ...)",
+                         name);
+    *out = (Lmscore__V1__Algorithm)e->value;
+    return true;
+}
+
+static bool read_bool(reading *x, const char *field, protobuf_c_boolean *out)
+{
+    bool b;
+    if (!json_read_bool(&x->r, field, &b)) return false;
+    *out = b;
+    return true;
+}
+
+/* A member seen before: JSON allows it, but which one counts is every
+ * parser's own guess, so it is refused. */
+static bool first_time(reading *x, unsigned *seen, unsigned bit, const char *key)
+{
+    if (*seen & bit) return json_fail(&x->r, "malformed_request", key, "the member appears twice");
+    *seen |= bit;
+    return true;
+}
+
+/* The outcome of a walk: the reader's error, or the budget's. */
+static lms_status finish(reading *x, const decode_budget *budget, lms_error *err)
+{
+    json_end(&x->r);
+    if (!json_failed(&x->r)) return LMS_OK;
+    if (x->out_of_memory) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
+    if (budget->exceeded)
+        return lms_fail(err, LMS_ERR_RESOURCE_EXHAUSTED, "message_too_large", NULL,
+                        "the request decodes to more than %lld bytes (it has too many "
+                        "elements); send fewer items per call",
+                        (long long)budget->limit);
+    if (err) *err = x->r.err;
+    return x->r.err.status;
+}
+
+enum {
+    SEEN_QUERY = 1,
+    SEEN_ITEMS = 2,
+    SEEN_LABEL_IDS = 4,
+    SEEN_LABEL_TEXTS = 8,
+    SEEN_SOFTMAX = 16,
+    SEEN_ITEM_FIRST = 32,
+    SEEN_LOGPROBS = 64,
+    SEEN_ALGORITHM = 128,
+    SEEN_MODEL = 256,
+    SEEN_DOCUMENTS = 512,
+    SEEN_TOP_N = 1024,
+    SEEN_RETURN_DOCUMENTS = 2048,
+};
+
+static bool read_model(reading *x, unsigned *seen, char **model)
+{
+    return first_time(x, seen, SEEN_MODEL, "model") && (*model = read_text(x, "model"));
+}
+
+static bool read_score_member(reading *x, const char *key, unsigned *seen,
+                              Lmscore__V1__ScoreRequest *req, char **model)
+{
+    if (strcmp(key, "query") == 0)
+        return first_time(x, seen, SEEN_QUERY, key) && (req->query = read_input(x, "query"));
+    if (strcmp(key, "items") == 0)
+        return first_time(x, seen, SEEN_ITEMS, key) && read_items(x, req);
+    if (strcmp(key, "label_token_ids") == 0)
+        return first_time(x, seen, SEEN_LABEL_IDS, key) &&
+               read_ids(x, key, &req->label_token_ids, &req->n_label_token_ids);
+    if (strcmp(key, "label_texts") == 0)
+        return first_time(x, seen, SEEN_LABEL_TEXTS, key) &&
+               read_texts(x, key, &req->label_texts, &req->n_label_texts);
+    if (strcmp(key, "apply_softmax") == 0)
+        return first_time(x, seen, SEEN_SOFTMAX, key) && read_bool(x, key, &req->apply_softmax);
+    if (strcmp(key, "item_first") == 0)
+        return first_time(x, seen, SEEN_ITEM_FIRST, key) && read_bool(x, key, &req->item_first);
+    if (strcmp(key, "return_logprobs") == 0)
+        return first_time(x, seen, SEEN_LOGPROBS, key) && read_bool(x, key, &req->return_logprobs);
+    if (strcmp(key, "algorithm") == 0)
+        return first_time(x, seen, SEEN_ALGORITHM, key) && read_algorithm(x, &req->algorithm);
+    if (strcmp(key, "model") == 0) return read_model(x, seen, model);
+    return json_skip(&x->r);
+}
+
+lms_status json_score_request(const char *body, size_t len, decode_budget *budget,
+                              Lmscore__V1__ScoreRequest **out, char **model, lms_error *err)
+{
+    reading x = {.budget = budget};
+    json_reader_init(&x.r, body, len);
+    *out = NULL;
+    *model = NULL;
+    Lmscore__V1__ScoreRequest *req = take(&x, sizeof *req);
+    if (req) lmscore__v1__score_request__init(req);
+    unsigned seen = 0;
+    char key[JSON_KEY_MAX];
+    if (req && json_object_begin(&x.r, "")) {
+        while (json_object_next(&x.r, key)) {
+            /* null is absent, whatever the member */
+            if (json_read_null(&x.r)) continue;
+            if (!read_score_member(&x, key, &seen, req, model)) break;
+        }
+    }
+    lms_status st = finish(&x, budget, err);
+    if (st == LMS_OK) {
+        *out = req;
+    } else {
+        if (req) protobuf_c_message_free_unpacked(&req->base, NULL);
+        free(*model);
+        *model = NULL;
+    }
+    return st;
+}
+
+/* Cohere's {"text": ...}; the document's other members are the client's. */
+static char *read_document_object(reading *x, const char *field)
+{
+    char text_field[64], key[JSON_KEY_MAX];
+    snprintf(text_field, sizeof text_field, "%s.text", field);
+    char *text = NULL;
+    json_object_begin(&x->r, field);
+    while (json_object_next(&x->r, key)) {
+        if (strcmp(key, "text") != 0) {
+            json_skip(&x->r);
+        } else if (text) {
+            json_fail(&x->r, "malformed_request", text_field, "the member appears twice");
+        } else {
+            text = read_text(x, text_field);
+        }
+    }
+    if (!text && !json_failed(&x->r))
+        json_fail(&x->r, "missing_input", text_field, "a document object needs \"text\"");
+    if (json_failed(&x->r)) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+static bool read_documents(reading *x, rerank_request *out)
+{
+    if (!json_array_begin(&x->r, "documents")) return false;
+    size_t cap = 0;
+    while (json_array_next(&x->r)) {
+        char field[48];
+        snprintf(field, sizeof field, "documents[%zu]", out->n_documents);
+        if (!grow(x, (void **)&out->documents, out->n_documents, &cap, sizeof *out->documents))
+            return false;
+        json_kind t = json_peek(&x->r);
+        char *text = t == JSON_OBJECT   ? read_document_object(x, field)
+                     : t == JSON_STRING ? read_text(x, field)
+                                        : NULL;
+        if (!text) {
+            if (t != JSON_INVALID)
+                json_fail(&x->r, "malformed_request", field,
+                          "expected a string or an object with \"text\"");
+            return false;
+        }
+        out->documents[out->n_documents++] = text;
+    }
+    return !json_failed(&x->r);
+}
+
+static bool read_rerank_member(reading *x, const char *key, unsigned *seen, rerank_request *out,
+                               char **model)
+{
+    if (strcmp(key, "query") == 0)
+        return first_time(x, seen, SEEN_QUERY, key) && (out->query = read_text(x, "query"));
+    if (strcmp(key, "documents") == 0)
+        return first_time(x, seen, SEEN_DOCUMENTS, key) && read_documents(x, out);
+    if (strcmp(key, "top_n") == 0)
+        return first_time(x, seen, SEEN_TOP_N, key) &&
+               json_read_int(&x->r, key, 0, INT32_MAX, &out->top_n);
+    if (strcmp(key, "return_documents") == 0)
+        return first_time(x, seen, SEEN_RETURN_DOCUMENTS, key) &&
+               json_read_bool(&x->r, key, &out->return_documents);
+    if (strcmp(key, "model") == 0) return read_model(x, seen, model);
+    return json_skip(&x->r);
+}
+
+lms_status json_rerank_request(const char *body, size_t len, decode_budget *budget,
+                               rerank_request *out, char **model, lms_error *err)
+{
+    reading x = {.budget = budget};
+    json_reader_init(&x.r, body, len);
+    memset(out, 0, sizeof *out);
+    out->return_documents = true;
+    *model = NULL;
+    unsigned seen = 0;
+    char key[JSON_KEY_MAX];
+    if (json_object_begin(&x.r, "")) {
+        while (json_object_next(&x.r, key)) {
+            if (json_read_null(&x.r)) continue;
+            if (!read_rerank_member(&x, key, &seen, out, model)) break;
+        }
+    }
+    if (!json_failed(&x.r) && !out->query)
+        json_fail(&x.r, "missing_input", "query", "the query is missing");
+    if (!json_failed(&x.r) && !(seen & SEEN_DOCUMENTS))
+        json_fail(&x.r, "missing_input", "documents", "the documents are missing");
+    lms_status st = finish(&x, budget, err);
+    if (st != LMS_OK) {
+        rerank_request_free(out);
+        free(*model);
+        *model = NULL;
+    }
+    return st;
+}
+
+void rerank_request_drop_documents(rerank_request *r)
+{
+    for (size_t i = 0; i < r->n_documents; i++)
+        free(r->documents[i]);
+    free(r->documents);
+    r->documents = NULL;
+    r->n_documents = 0;
+}
+
+void rerank_request_free(rerank_request *r)
+{
+    rerank_request_drop_documents(r);
+    free(r->query);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,620 @@
+"""The HTTP API (--http-listen): POST /v1/score answers what the gRPC Score
+call answers for the same request, bit for bit (text and token ids,
+apply_softmax, item_first, empty items, label texts, logprobs, every
+algorithm, a delimiter); every error has the HTTP status a client expects
+and the gRPC call's reason and field; bodies over the limits are refused
+without being held (a 1 GiB Content-Length, a chunked body past the limit,
+slow bodies against the receive budget) and memory stays bounded; a client
+that hangs up cancels its call; the calls are counted in the metrics; the
+queue, the loading and the drain answer 429 and 503.
+"""
+import json
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+
+import grpc
+import pytest
+
+from harness import (LMSCORED, LMSCORED_TEST_HOOKS, MODEL, Daemon, Http, Metrics, RssSampler,
+                     error_info, http_error, steady_memory_env, text, tokens, value)
+from lmscore.v1 import score_pb2, score_pb2_grpc
+
+VOCAB = 151936
+DELIM = 151643
+YES, NO = 9834, 902  # " yes", " no" in the demo model's tokenizer
+ALGORITHMS = ["ALGORITHM_SERIAL", "ALGORITHM_PACKED_DENSE", "ALGORITHM_PACKED_SEGMENT",
+              "ALGORITHM_PREFILL_EXTEND"]
+
+
+def as_input(v):
+    if v is None:
+        return score_pb2.Input()
+    return text(v) if isinstance(v, str) else tokens(v)
+
+
+def both(query, items, labels=(), **fields):
+    """The same request as a JSON body and as a gRPC ScoreRequest. labels:
+    token ids (label_token_ids) or texts (label_texts)."""
+    body = {"query": query, "items": items, **fields}
+    msg = dict(fields)
+    if "algorithm" in msg:
+        msg["algorithm"] = score_pb2.Algorithm.Value(msg["algorithm"])
+    if labels and isinstance(labels[0], str):
+        body["label_texts"] = list(labels)
+        msg["label_texts"] = list(labels)
+    else:
+        body["label_token_ids"] = list(labels)
+        msg["label_token_ids"] = list(labels)
+    req = score_pb2.ScoreRequest(query=as_input(query), items=[as_input(i) for i in items], **msg)
+    return body, req
+
+
+def bits(x):
+    return struct.pack("<f", x)
+
+
+def same_floats(http_rows, grpc_rows):
+    assert len(http_rows) == len(grpc_rows)
+    for h, g in zip(http_rows, grpc_rows):
+        assert [bits(v) for v in h] == [bits(v) for v in g], (h, list(g))
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    # no prefix cache: both doors compute every query, so the bits compare
+    with Daemon("--http-listen", "127.0.0.1:0", "--prefix-cache-bytes", "0",
+                "--metrics-listen", "127.0.0.1:0") as d:
+        yield d
+
+
+@pytest.fixture(scope="module")
+def api(daemon):
+    return Http(daemon)
+
+
+@pytest.fixture(scope="module")
+def stub(daemon):
+    with daemon.channel() as ch:
+        yield score_pb2_grpc.ScoreServiceStub(ch)
+
+
+PARITY = {
+    "text": both("The capital of France is", [" Paris", " London", ""], [YES, NO]),
+    "ids": both([785, 6722, 315, 9625, 374], [[12095], [7148, 11], []], [YES, NO, 13]),
+    "softmax": both("Is the sky blue?", [" Yes.", " No."], [YES, NO], apply_softmax=True),
+    "item_first": both("is a city.", ["Tokyo", "Banana"], [YES, NO], item_first=True),
+    "empty_items": both("Nothing to score", [], [YES]),
+    "label_texts": both("Pick one:", [" a", " b"], [" yes", " no"], apply_softmax=True),
+    "logprobs": both([1, 2, 3, 4], [[5, 6], [7]], [8, 9], return_logprobs=True,
+                     apply_softmax=True),
+    **{a.lower(): both([100 + i for i in range(12)], [[7] * 3, [8] * 5, [9]], [YES, NO],
+                       algorithm=a)
+       for a in ALGORITHMS},
+}
+
+
+def assert_parity(api, stub, body, req):
+    status, headers, got = api.score(body)
+    assert status == 200, got
+    assert headers["Content-Type"] == "application/json"
+    want = stub.Score(req, timeout=120)
+    assert got["object"] == "scoring" and got["model"] == "tiny-qwen3"
+    assert isinstance(got["created"], int) and abs(got["created"] - time.time()) < 600
+    same_floats(got["scores"], [it.scores for it in want.items])
+    if req.return_logprobs:
+        same_floats(got["logprobs"], [it.logprobs for it in want.items])
+    else:
+        assert "logprobs" not in got
+    assert got["label_token_ids"] == list(want.label_token_ids)
+    assert got["algorithm"] == score_pb2.Algorithm.Name(want.algorithm)
+    usage = got["usage"]
+    assert usage["prompt_tokens"] == want.usage.prompt_tokens == usage["total_tokens"]
+    assert usage["completion_tokens"] == 0
+    assert usage["computed_tokens"] == want.usage.computed_tokens
+    for name in ("queue_time", "prepare_time", "engine_time"):
+        assert got["timing"][name].endswith("s")
+
+
+@pytest.mark.parametrize("case", list(PARITY))
+def test_score_equals_grpc(api, stub, case):
+    assert_parity(api, stub, *PARITY[case])
+
+
+def test_delimiter_parity():
+    with Daemon("--http-listen", "127.0.0.1:0", "--prefix-cache-bytes", "0",
+                "--multi-item-scoring-delimiter", str(DELIM)) as d, d.channel() as ch:
+        api, stub = Http(d), score_pb2_grpc.ScoreServiceStub(ch)
+        for body, req in [both([1, 2, 3], [[4, 5], [6]], [YES, NO]),
+                          both("A query", [" one", " two"], [YES], apply_softmax=True)]:
+            assert_parity(api, stub, body, req)
+
+
+def test_keep_alive_and_extra_members(api):
+    conn = api.connection()
+    try:
+        for _ in range(3):
+            # unknown members are skipped, null is absent
+            status, _, got = api.score({"query": [1, 2], "items": [[3]], "label_token_ids": [4],
+                                        "apply_softmax": None, "extra": {"a": [1, {"b": None}]},
+                                        "model": "tiny-qwen3"}, conn=conn)
+            assert status == 200 and len(got["scores"]) == 1, got
+    finally:
+        conn.close()
+
+
+def test_concurrent_http_and_grpc(api, stub):
+    body, req = PARITY["ids"]
+    want = [list(it.scores) for it in stub.Score(req, timeout=120).items]
+    failures = []
+
+    def http_client():
+        for _ in range(5):
+            status, _, got = api.score(body)
+            if status != 200 or [[bits(v) for v in r] for r in got["scores"]] != \
+                    [[bits(v) for v in r] for r in want]:
+                failures.append((status, got))
+
+    def grpc_client():
+        for _ in range(5):
+            if [list(it.scores) for it in stub.Score(req, timeout=120).items] != want:
+                failures.append("grpc")
+    threads = [threading.Thread(target=f) for f in [http_client] * 4 + [grpc_client] * 2]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(600)
+    assert not failures, failures[:3]
+
+
+def test_metrics_count_http_calls(daemon, api):
+    before = Metrics(daemon).scrape()
+    api.score({"query": [1], "items": [[2]], "label_token_ids": [3]})
+    api.score({"query": [1], "items": [[VOCAB]], "label_token_ids": [3]})
+    api.rerank({"query": "q", "documents": ["d"]})
+    daemon.wait_idle()
+    after = Metrics(daemon).scrape()
+
+    def grew(name, **labels):
+        return value(after, name, **labels) - value(before, name, **labels)
+    assert grew("lmscore_requests_total", service="http", method="score", code="OK") == 1
+    assert grew("lmscore_requests_total", service="http", method="score",
+                code="INVALID_ARGUMENT") == 1
+    assert grew("lmscore_requests_total", service="http", method="rerank", code="OK") == 1
+    assert grew("lmscore_errors_total", reason="token_id_exceeds_vocab",
+                code="INVALID_ARGUMENT") == 1
+    assert grew("lmscore_items_scored_total") == 2
+
+
+# --- rerank ----------------------------------------------------------------
+
+QUERY = "What is the capital of France?"
+DOCS = ["Paris is the capital of France.", "Berlin is in Germany.", "Bananas are yellow.",
+        "The Eiffel tower is in Paris."]
+
+
+def yes_no_request(query, docs):
+    """The ScoreRequest the default profile (yes-no) makes of a rerank."""
+    return score_pb2.ScoreRequest(
+        query=text(f"Query: {query}\nDocument:"),
+        items=[text(f" {d}\nIs the document relevant to the query? Answer:") for d in docs],
+        label_token_ids=[YES, NO], apply_softmax=True)
+
+
+def test_rerank(api, stub):
+    status, _, got = api.rerank({"query": QUERY, "documents": DOCS, "model": "tiny-qwen3"})
+    assert status == 200, got
+    want = [it.scores[0] for it in stub.Score(yes_no_request(QUERY, DOCS), timeout=120).items]
+    results = got["results"]
+    assert sorted(r["index"] for r in results) == list(range(len(DOCS)))
+    for r in results:
+        assert bits(r["relevance_score"]) == bits(want[r["index"]])
+        assert r["document"] == {"text": DOCS[r["index"]]}
+    scores = [r["relevance_score"] for r in results]
+    assert scores == sorted(scores, reverse=True)
+    assert got["model"] == "tiny-qwen3" and got["usage"]["total_tokens"] > 0
+
+    # top_n, documents as objects, no documents back
+    status, _, top = api.rerank({"query": QUERY, "documents": [{"text": d, "id": i}
+                                                               for i, d in enumerate(DOCS)],
+                                 "top_n": 2, "return_documents": False})
+    assert status == 200, top
+    assert [r["index"] for r in top["results"]] == [r["index"] for r in results[:2]]
+    assert all("document" not in r for r in top["results"])
+    status, _, none = api.rerank({"query": QUERY, "documents": []})
+    assert status == 200 and none["results"] == []
+
+
+def test_rerank_profiles(tmp_path):
+    """qwen3-reranker's prompt, and a profile file with one label (the
+    relevance is then the label's own probability)."""
+    profile = tmp_path / "one-label.json"
+    profile.write_text(json.dumps({"template": "<{query}> and <{document}>: good?",
+                                   "labels": [" yes"], "note": "skipped"}))
+    for spec, request in [
+        ("qwen3-reranker", lambda q, d: score_pb2.ScoreRequest(
+            query=text("<|im_start|>system\nJudge whether the Document meets the requirements "
+                       "based on the Query and the Instruct provided. Note that the answer can "
+                       "only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n<Instruct>: "
+                       "Given a web search query, retrieve relevant passages that answer the "
+                       f"query\n<Query>: {q}\n<Document>:"),
+            items=[text(f" {x}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n")
+                   for x in d],
+            label_texts=["yes", "no"], apply_softmax=True)),
+        (str(profile), lambda q, d: score_pb2.ScoreRequest(
+            query=text(f"<{q}> and <"), items=[text(f"{x}>: good?") for x in d],
+            label_texts=[" yes"])),
+    ]:
+        with Daemon("--http-listen", "127.0.0.1:0", "--rerank-profile", spec,
+                    "--prefix-cache-bytes", "0") as d, d.channel() as ch:
+            status, _, got = Http(d).rerank({"query": QUERY, "documents": DOCS})
+            assert status == 200, got
+            want = score_pb2_grpc.ScoreServiceStub(ch).Score(request(QUERY, DOCS), timeout=120)
+            for r in got["results"]:
+                assert bits(r["relevance_score"]) == bits(want.items[r["index"]].scores[0]), spec
+
+
+@pytest.mark.parametrize("profile,message", [
+    ({"template": "no placeholders", "labels": ["yes"]}, "must hold {query} and then {document}"),
+    ({"template": "{document} before {query}", "labels": ["yes"]}, "and then {document}"),
+    ({"template": "{query} {document} {query}", "labels": ["yes"]}, "each once"),
+    ({"template": "{query} {document}"}, "a profile is"),
+    ("not json", "not JSON"),
+])
+def test_bad_rerank_profile_files(tmp_path, profile, message):
+    path = tmp_path / "profile.json"
+    path.write_text(profile if isinstance(profile, str) else json.dumps(profile))
+    r = subprocess.run([LMSCORED, "--model", MODEL, "--listen", "127.0.0.1:0", "--http-listen",
+                        "127.0.0.1:0", "--rerank-profile", str(path)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and message in r.stderr and "listening" not in r.stderr, r.stderr
+
+
+def test_a_rerank_profile_that_does_not_fit_the_model(tmp_path):
+    """Labels that are not one token each stop the daemon once the model is
+    loaded (a profile asked for by name must work)."""
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps({"template": "{query} {document}",
+                                "labels": [" yes", " several words"]}))
+    d = Daemon("--http-listen", "127.0.0.1:0", "--rerank-profile", str(path), wait_serving=False)
+    try:
+        assert d.proc.wait(180) == 1
+    finally:
+        d.stop(signal.SIGKILL)
+    assert "the rerank profile does not fit the model" in d.log()
+    assert "several words" in d.log(), d.log()
+
+
+# --- errors ----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def small():
+    """A daemon with small limits, so that every limit is cheap to reach."""
+    with Daemon("--http-listen", "127.0.0.1:0", "--max-items", "8", "--max-sequence-tokens",
+                "32", "--max-message-bytes", "4096") as d, d.channel() as ch:
+        yield Http(d), score_pb2_grpc.ScoreServiceStub(ch)
+
+
+ERROR_CASES = {
+    "empty_label_token_ids": both([1, 2, 3], [[4, 5]], []),
+    "negative_token_id": both([1, -5], [[4, 5]], [6, 7]),
+    "token_id_exceeds_vocab": both([1, 2, 3], [[4], [VOCAB]], [6, 7]),
+    "label_over_vocab": both([1, 2, 3], [[4]], [6, VOCAB + 3]),
+    "mixed_input_types": both("hello", [" a", [5]], [6]),
+    "missing_input": both([1, 2, 3], [[4], None], [6]),
+    "missing_query": both(None, [[4]], [6]),
+    "empty_query": both([], [[]], [6]),
+    "too_many_items": both([1, 2, 3], [[4]] * 9, [6]),
+    "sequence_too_long": both([1, 2, 3], [[4], [5] * 40], [6]),
+    "label_not_single_token": both("q", [" a"], [" yes", " several words here"]),
+    "unknown_algorithm": both([1, 2, 3], [[4]], [6], algorithm="ALGORITHM_SERIAL"),
+}
+
+
+@pytest.mark.parametrize("case", list(ERROR_CASES))
+def test_errors_match_grpc(small, case):
+    api, stub = small
+    body, req = ERROR_CASES[case]
+    if case == "unknown_algorithm":
+        body["algorithm"], req.algorithm = 17, 17
+    if case == "missing_query":
+        del body["query"]
+    with pytest.raises(grpc.RpcError) as e:
+        stub.Score(req, timeout=60)
+    info = error_info(e.value)
+    status, _, got = api.score(body)
+    assert status == 400, got
+    assert http_error(got) == (info.reason, info.metadata["field"])
+    assert got["error"]["status"] == "INVALID_ARGUMENT" and got["error"]["code"] == 400
+    assert got["error"]["message"] == e.value.details()
+
+
+BAD_BODIES = [
+    (b"", "malformed_request", None),
+    (b"{", "malformed_request", None),
+    (b"[1, 2]", "malformed_request", None),
+    (b'{"query": [1], "items": [[2]], "label_token_ids": [3]} x', "malformed_request", None),
+    (b'{"query": 1, "items": [], "label_token_ids": [3]}', "malformed_request", "query"),
+    (b'{"query": [1], "items": {}, "label_token_ids": [3]}', "malformed_request", "items"),
+    (b'{"query": [1], "items": [[2, "x"]], "label_token_ids": [3]}', "malformed_request",
+     "items[0][1]"),
+    (b'{"query": [1], "items": [[2.5]], "label_token_ids": [3]}', "malformed_request",
+     "items[0][0]"),
+    (b'{"query": [1], "items": [[2]], "label_token_ids": [3e0]}', "malformed_request",
+     "label_token_ids[0]"),
+    (b'{"query": [1], "items": [[2]], "label_token_ids": [4294967296]}', "malformed_request",
+     "label_token_ids[0]"),
+    (b'{"query": [1], "items": [[2]], "label_token_ids": [3], "apply_softmax": 1}',
+     "malformed_request", "apply_softmax"),
+    (b'{"query": [1], "query": [2], "items": [], "label_token_ids": [3]}', "malformed_request",
+     "query"),
+    (b'{"query": [1], "items": [[2]], "label_token_ids": [3], "algorithm": "FAST"}',
+     "unknown_algorithm", "algorithm"),
+    (b'{"query": "a", "items": ["b\\u0000c"], "label_token_ids": [3]}', "nul_in_text",
+     "items[0]"),
+    (b'{"query": "a\xff", "items": [], "label_token_ids": [3]}', "invalid_utf8", "query"),
+    (b'{"query": "a", "items": ["\xc0\xaf"], "label_token_ids": [3]}', "invalid_utf8",
+     "items[0]"),
+    (b'{"query": "a", "items": ["\xed\xa0\x80"], "label_token_ids": [3]}', "invalid_utf8",
+     "items[0]"),
+    (b'{"query": "a", "items": ["\\ud800x"], "label_token_ids": [3]}', "invalid_utf8",
+     "items[0]"),
+    (b'{"query": "a", "items": [], "label_texts": ["\\udc00"]}', "invalid_utf8",
+     "label_texts[0]"),
+    (b'{"query": "a\nb", "items": [], "label_token_ids": [3]}', "malformed_request", "query"),
+    (b'{"x": ' + b"[" * 40 + b"]" * 40 + b"}", "malformed_request", None),
+]
+
+
+@pytest.mark.parametrize("body,reason,field", BAD_BODIES)
+def test_bad_bodies(small, body, reason, field):
+    status, _, got = small[0].score(body)
+    assert status == 400, got
+    assert http_error(got) == (reason, field), got
+
+
+def test_not_served(small):
+    api = small[0]
+    status, headers, got = api.score({"query": [1], "items": [], "label_token_ids": [3],
+                                      "model": "gpt-4"})
+    assert status == 404 and http_error(got) == ("unknown_model", "model"), got
+    assert "tiny-qwen3" in got["error"]["message"]
+    status, _, got = api.post("/v1/nothing", {})
+    assert status == 404 and http_error(got) == ("not_found", None), got
+    status, headers, got = api.post("/v1/score", b"", method="GET")
+    assert status == 405 and headers["Allow"] == "POST", got
+    assert http_error(got) == ("method_not_allowed", None)
+
+
+def test_size_limits(small):
+    api = small[0]
+    status, _, got = api.score(b" " * 5000)
+    assert status == 413 and http_error(got) == ("message_too_large", None), got
+    assert "5000" in got["error"]["message"]
+    # an answer over the limit: 8 items of 300 scores each
+    status, _, got = api.score({"query": [1], "items": [[2]] * 8, "label_token_ids": [3] * 300})
+    assert status == 413 and http_error(got) == ("response_too_large", None), got
+
+
+def test_rerank_errors(small):
+    api = small[0]
+    cases = [
+        ({"query": "q", "documents": ["d"] * 9}, 400, "too_many_items", "documents"),
+        ({"query": "q", "documents": ["d", "word " * 40]}, 400, "sequence_too_long",
+         "documents[1]"),
+        ({"documents": ["d"]}, 400, "missing_input", "query"),
+        ({"query": "q"}, 400, "missing_input", "documents"),
+        ({"query": "q", "documents": [1]}, 400, "malformed_request", "documents[0]"),
+        ({"query": "q", "documents": [{"title": "t"}]}, 400, "missing_input", "documents[0].text"),
+        ({"query": "q", "documents": ["d"], "top_n": -1}, 400, "malformed_request", "top_n"),
+        ({"query": "q", "documents": ["d"], "model": "other"}, 404, "unknown_model", "model"),
+    ]
+    for body, status, reason, field in cases:
+        got_status, _, got = api.rerank(body)
+        assert (got_status, http_error(got)) == (status, (reason, field)), (body, got)
+    for body in [{"query": "q", "documents": ["d"] * 9},
+                 {"query": "q", "documents": ["d", "word " * 40]}]:
+        message = api.rerank(body)[2]["error"]["message"]
+        assert "documents" in message and "items" not in message, message
+
+
+def test_queue_loading_and_drain():
+    """503 not_ready while the model loads; 429 queue_full (with
+    Retry-After) when the queue is full; during the drain the running call
+    is answered and a new one refused 503 draining."""
+    env = {"LMSCORE_TEST_STALL_WORKER_MS": "4000", "LMSCORE_TEST_LOAD_DELAY_MS": "3000"}
+    body = {"query": [1, 2], "items": [[3]], "label_token_ids": [4]}
+    d = Daemon("--http-listen", "127.0.0.1:0", "--workers", "1", "--queue-depth", "1",
+               binary=LMSCORED_TEST_HOOKS, env=env, wait_serving=False)
+    try:
+        api = Http(d)
+        status, headers, got = api.score(body)
+        assert status == 503 and http_error(got) == ("not_ready", None), got
+        assert headers["Retry-After"] == "1"
+        d.wait_serving()
+        results = []
+        threads = [threading.Thread(target=lambda: results.append(api.score(body)))
+                   for _ in range(4)]
+        for t in threads:
+            t.start()
+            time.sleep(0.05)
+        for t in threads:
+            t.join(120)
+        codes = sorted(s for s, _, _ in results)
+        assert codes.count(200) >= 1 and codes.count(429) >= 2, codes
+        for s, headers, got in results:
+            if s == 429:
+                assert http_error(got) == ("queue_full", None) and headers["Retry-After"] == "1"
+        d.wait_idle()
+
+        running = []
+        t = threading.Thread(target=lambda: running.append(api.score(body)))
+        t.start()
+        d.wait_jobs(1)
+        d.proc.send_signal(signal.SIGTERM)
+        d.wait_for_log(r"signal received: draining", 60)
+        status, _, got = api.score(body)
+        assert status == 503 and http_error(got) == ("draining", None), got
+        t.join(120)
+        assert running and running[0][0] == 200, running
+        assert d.stop() == 0
+    finally:
+        d.stop(signal.SIGKILL)
+
+
+# --- bodies and memory -----------------------------------------------------
+
+def raw_request(port, head, timeout=60):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.sendall(head)
+    return s
+
+
+def read_response(s):
+    """(status, body) of the response on s, which the server then closes."""
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    if not head:
+        raise ConnectionResetError("the server closed the connection without an answer")
+    return int(head.split()[1]), json.loads(body) if body else None
+
+
+@pytest.fixture(scope="module")
+def bounded():
+    with Daemon("--http-listen", "127.0.0.1:0", "--max-message-bytes", "8M",
+                "--max-receive-buffer", "16M", "--metrics-listen", "127.0.0.1:0",
+                env=steady_memory_env()) as d:
+        yield d, Http(d)
+
+
+def test_a_huge_announced_body_is_refused_unread(bounded):
+    d, api = bounded
+    base = d.rss_kb()
+    t0 = time.monotonic()
+    s = raw_request(api.port, b"POST /v1/score HTTP/1.1\r\nHost: x\r\n"
+                              b"Content-Length: 1073741824\r\n\r\n")
+    status, got = read_response(s)
+    s.close()
+    assert status == 413 and http_error(got) == ("message_too_large", None), got
+    assert "1073741824" in got["error"]["message"]
+    assert time.monotonic() - t0 < 30
+    assert d.rss_kb() - base < 8 << 10
+
+
+def test_a_chunked_body_past_the_limit_is_cut_off(bounded):
+    """A body of no announced size is refused as it passes the limit: the
+    server answers 413 and closes the connection, so a client still sending
+    may see the connection reset before it reads the answer; either way
+    the daemon held no more than the limit, and counts the refusal."""
+    d, api = bounded
+    before = Metrics(d).scrape()
+    sampler = RssSampler(d, period=0.02)
+    base = d.rss_kb()
+    s = raw_request(api.port, b"POST /v1/score HTTP/1.1\r\nHost: x\r\n"
+                              b"Transfer-Encoding: chunked\r\n\r\n")
+    piece = b"1000\r\n" + b" " * 4096 + b"\r\n"
+    sent = 0
+    try:
+        while sent < 256 << 20:
+            s.sendall(piece * 64)
+            sent += 4096 * 64
+        outcome = read_response(s)
+    except OSError:
+        outcome = "reset"
+    s.close()
+    sampler.stop()
+    assert outcome == "reset" or (outcome[0] == 413 and
+                                  http_error(outcome[1]) == ("message_too_large", None)), outcome
+    assert sent < 64 << 20, sent
+    assert (sampler.max_kb() - base) / 1024 < 8 + 24
+    after = Metrics(d).scrape()
+    assert value(after, "lmscore_errors_total", reason="message_too_large",
+                 code="RESOURCE_EXHAUSTED") == value(before, "lmscore_errors_total",
+                                                     reason="message_too_large",
+                                                     code="RESOURCE_EXHAUSTED") + 1
+
+
+def test_slow_bodies_share_the_receive_budget(bounded):
+    """Bodies that arrive slowly hold at most their announced size each, and
+    together no more than --max-receive-buffer: past it a body is refused
+    (503 receive_buffer_full) before it is read."""
+    d, api = bounded
+    body = json.dumps({"query": [1], "items": [[2]], "label_token_ids": [3],
+                       "pad": " " * (6 << 20)}).encode()
+    sampler = RssSampler(d, period=0.05)
+    base = d.rss_kb()
+    head = b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
+    slow = [raw_request(api.port, head) for _ in range(2)]
+    time.sleep(0.5)
+    third = raw_request(api.port, head)
+    status, got = read_response(third)
+    third.close()
+    assert status == 503 and http_error(got) == ("receive_buffer_full", None), got
+    # the two slow ones, in 20 pieces over two seconds
+    step = len(body) // 20 + 1
+    for i in range(0, len(body), step):
+        for s in slow:
+            s.sendall(body[i:i + step])
+        time.sleep(0.1)
+    for s in slow:
+        status, got = read_response_keepalive(s)
+        s.close()
+        assert status == 200, got
+    sampler.stop()
+    assert (sampler.max_kb() - base) / 1024 < 2 * 6 + 2 * 8 + 32
+
+
+def read_response_keepalive(s):
+    """(status, body) of one response with a Content-Length, the connection
+    left open."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += s.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int([line.split(b":")[1] for line in head.split(b"\r\n")
+                  if line.lower().startswith(b"content-length")][0])
+    while len(body) < length:
+        body += s.recv(65536)
+    return int(head.split()[1]), json.loads(body)
+
+
+def test_a_body_that_decodes_huge_is_refused(bounded):
+    """8 MB of empty items (2.7 million structs once read) is refused with
+    message_too_large when its decoding passes 64 MiB."""
+    d, api = bounded
+    sampler = RssSampler(d, period=0.02)
+    base = d.rss_kb()
+    n = (8 << 20) // 3 - 100
+    body = b'{"query": [1], "label_token_ids": [3], "items": [' + b"[]," * (n - 1) + b"[]]}"
+    status, _, got = api.score(body)
+    sampler.stop()
+    assert status == 413 and http_error(got) == ("message_too_large", None), got
+    assert (sampler.max_kb() - base) / 1024 < 64 + 2 * 8 + 32
+
+
+def test_a_client_that_hangs_up_cancels_its_call():
+    with Daemon("--http-listen", "127.0.0.1:0", "--max-items", "100000",
+                "--metrics-listen", "127.0.0.1:0") as d:
+        api = Http(d)
+        body = json.dumps({"query": [1, 2, 3], "label_token_ids": [6, 7],
+                           "items": [[1000 + i % 500, 7, 8, 9] for i in range(3000)],
+                           "algorithm": "ALGORITHM_SERIAL"}).encode()
+        s = raw_request(api.port, b"POST /v1/score HTTP/1.1\r\nHost: x\r\n"
+                                  b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        d.wait_jobs(1)
+        t0 = time.monotonic()
+        s.close()
+        d.wait_idle(timeout=30)
+        assert time.monotonic() - t0 < 20
+        scrape = Metrics(d).scrape()
+        assert value(scrape, "lmscore_requests_total", service="http", method="score",
+                     code="CANCELLED") == 1
+        assert value(scrape, "lmscore_items_scored_total") < 3000
