@@ -4,7 +4,8 @@
 #
 #   lmscored_start BUILD_DIR MODEL [DAEMON_ARGS...]
 #       starts the daemon and waits until it serves; sets $pid and $port
-#       (and $metrics_port when DAEMON_ARGS has --metrics-listen).
+#       (and $metrics_port when DAEMON_ARGS has --metrics-listen, $http_port
+#       when it has --http-listen).
 #       When it does not come up, prints its log and exits 1.
 #   lmscored_stop
 #       stops it (also done on exit).
@@ -29,6 +30,7 @@ lmscored_start() {
         if grep -q 'msg="serving"' "$_log"; then
             port=$(sed -n 's/.*msg="listening".* port=\([0-9]*\).*/\1/p' "$_log")
             metrics_port=$(sed -n 's/.*msg="metrics listening".* port=\([0-9]*\).*/\1/p' "$_log")
+            http_port=$(sed -n 's/.*msg="HTTP listening".* port=\([0-9]*\).*/\1/p' "$_log")
             break
         fi
         kill -0 "$pid" 2>/dev/null || break

@@ -1,23 +1,25 @@
 /*
- * bench_service.c — what the gRPC service adds to a unary Score. One
- * request (a query and 10 items by default) is timed three ways, in turn,
- * one call at a time:
+ * bench_service.c — what the gRPC service adds to a unary Score, and what
+ * its HTTP API adds. One request (a query and 10 items by default) is timed
+ * four ways, in turn, one call at a time:
  *   in-process   lms_engine_score in this process;
  *   gRPC         a unary Score to a running lmscored (gRPC core C client);
+ *   HTTP         the same request as POST /v1/score JSON to the same
+ *                lmscored (--http-port: its --http-listen port), on one
+ *                keep-alive connection (http_client.h);
  *   raw TCP      the same work behind a bare loopback socket (raw_floor.h):
  *                the floor any service on this machine stands on.
  * Each path's engine runs right after another process's engine, so that no
  * path finds the caches warmer than another. The overhead is reported two
  * ways: p50 minus the in-process p50, and per call as the latency minus the
  * engine time the server itself measured (ServerTiming.engine_time for
- * gRPC), which takes out the engine's run-to-run and core-to-core spread.
- * Two Health.Check round trips time the gRPC transport alone: one after an
- * idle stretch as long as an engine call (both processes asleep, as a Score
- * call finds them) and one right after another call. A Score of no items
- * after the same idle stretch takes the daemon's own path (decoding, the
- * hand-off to a worker, the engine's checks, encoding) with no engine work.
+ * gRPC, timing.engine_time for HTTP), which takes out the engine's run-to-run and core-to-core
+ * spread. Two Health.Check round trips time the gRPC transport alone: one after an idle stretch as
+ * long as an engine call (both processes asleep, as a Score call finds them) and one right after
+ * another call. A Score of no items after the same idle stretch takes the daemon's own path
+ * (decoding, the hand-off to a worker, the engine's checks, encoding) with no engine work.
  *
- *   bench_service --model PATH --target HOST:PORT [--iterations N]
+ *   bench_service --model PATH --target HOST:PORT [--http-port N] [--iterations N]
  *                 [--warmup N] [--items N] [--item-tokens N] [--query-tokens N]
  *
  * Prints Markdown tables; run.sh starts the daemon and calls this.
@@ -32,12 +34,14 @@
 #include <time.h>
 
 #include "clock.h"
+#include "http_client.h"
 #include "lmscore.h"
 #include "lmscore/v1/score.pb-c.h"
 #include "raw_floor.h"
 
 typedef struct {
     const char *model, *target;
+    int http_port; /* 0: no HTTP path */
     int iterations, warmup, items, item_tokens, query_tokens;
 } bench_args;
 
@@ -67,7 +71,37 @@ typedef struct {
     Lmscore__V1__Input query_in, *item_in, **item_ptrs;
     Lmscore__V1__ScoreRequest proto;
     lms_score_request engine;
+    char *json; /* the same request as a /v1/score body */
+    size_t json_len;
 } bench_request;
+
+/* Appends "[a, b, ...]" of ids to out at *len (out has room). */
+static void json_ids(char *out, size_t *len, const int32_t *ids, int n)
+{
+    *len += (size_t)sprintf(out + *len, "[");
+    for (int i = 0; i < n; i++)
+        *len += (size_t)sprintf(out + *len, "%s%d", i ? ", " : "", ids[i]);
+    *len += (size_t)sprintf(out + *len, "]");
+}
+
+static int request_json(bench_request *r, const bench_args *a)
+{
+    /* at most 12 characters per id, and some punctuation */
+    size_t cap = 128 + 14 * ((size_t)a->query_tokens + (size_t)a->items * (a->item_tokens + 2));
+    if (!(r->json = malloc(cap))) return -1;
+    size_t n = (size_t)sprintf(r->json, "{\"query\": ");
+    json_ids(r->json, &n, r->query, a->query_tokens);
+    n += (size_t)sprintf(r->json + n, ", \"items\": [");
+    for (int i = 0; i < a->items; i++) {
+        n += (size_t)sprintf(r->json + n, "%s", i ? ", " : "");
+        json_ids(r->json, &n, r->items[i].ids, a->item_tokens);
+    }
+    n += (size_t)sprintf(r->json + n, "], \"label_token_ids\": ");
+    json_ids(r->json, &n, r->labels, 2);
+    n += (size_t)sprintf(r->json + n, "}");
+    r->json_len = n;
+    return 0;
+}
 
 static int request_init(bench_request *r, const bench_args *a)
 {
@@ -114,7 +148,7 @@ static int request_init(bench_request *r, const bench_args *a)
                                     .n_items = a->items,
                                     .label_ids = r->labels,
                                     .n_labels = 2};
-    return 0;
+    return request_json(r, a);
 }
 
 static void request_free(bench_request *r)
@@ -125,6 +159,7 @@ static void request_free(bench_request *r)
     free(r->item_tok);
     free(r->item_in);
     free(r->item_ptrs);
+    free(r->json);
 }
 
 /* One unary call; returns the gRPC status (GRPC_STATUS_OK on success) and,
@@ -190,6 +225,14 @@ static double reported_engine_ms(grpc_byte_buffer *bb)
     return ms;
 }
 
+/* The engine time in an HTTP answer ("engine_time": "0.001234567s"), in
+ * ms; -1 when it has none. */
+static double http_engine_ms(const char *body)
+{
+    const char *at = strstr(body, "\"engine_time\":\"");
+    return at ? strtod(at + strlen("\"engine_time\":\""), NULL) * 1e3 : -1;
+}
+
 typedef struct {
     grpc_channel *ch;
     grpc_completion_queue *cq;
@@ -224,6 +267,8 @@ enum {
     CHECK_IDLE,  /* Health.Check after an idle stretch as long as LOCAL */
     CHECK_WARM,  /* Health.Check right after the Score call */
     EMPTY_SCORE, /* a Score of no items after an idle stretch as long as LOCAL */
+    HTTP,        /* POST /v1/score of the same request */
+    HTTP_ENGINE, /* the daemon's engine time for it */
     N_SERIES
 };
 
@@ -243,9 +288,9 @@ static void sleep_ms(double ms)
     nanosleep(&ts, NULL);
 }
 
-/* Runs the iterations: in-process, gRPC Score, Health.Check (warm), raw TCP,
- * an idle stretch, Health.Check (idle), an idle stretch, Score of no items.
- * Each engine runs right after another process's. */
+/* Runs the iterations: in-process, gRPC Score, Health.Check (warm), raw
+ * TCP, HTTP Score, an idle stretch, Health.Check (idle), an idle stretch,
+ * Score of no items. Each engine runs right after another process's. */
 static int time_all(const bench_args *a, const bench_request *r, raw_floor *raw,
                     double *series[N_SERIES])
 {
@@ -266,8 +311,9 @@ static int time_all(const bench_args *a, const bench_request *r, raw_floor *raw,
     lmscore__v1__score_request__pack(&no_items, GRPC_SLICE_START_PTR(empty));
     grpc_client g;
     client_open(&g, a);
+    http_client *http = a->http_port ? http_client_open(a->http_port) : NULL;
     const char *score = "/lmscore.v1.ScoreService/Score", *check = "/grpc.health.v1.Health/Check";
-    int rc = 0;
+    int rc = a->http_port && !http ? -1 : 0;
     for (int i = 0; i < a->warmup + a->iterations && rc == 0; i++) {
         double t[N_SERIES];
         grpc_byte_buffer *resp = NULL;
@@ -280,6 +326,9 @@ static int time_all(const bench_args *a, const bench_request *r, raw_floor *raw,
         double t3 = now_ms();
         int raw_rc = raw_floor_call(raw, GRPC_SLICE_START_PTR(payload), len, &t[RAW_ENGINE]);
         double t4 = now_ms();
+        int hst = http ? http_client_post(http, "/v1/score", r->json, r->json_len) : 200;
+        double t_http = now_ms();
+        t[HTTP_ENGINE] = http && hst == 200 ? http_engine_ms(http_client_body(http)) : 0;
         sleep_ms(t1 - t0);
         double t5 = now_ms();
         grpc_status_code idle = call_unary(g.ch, g.cq, check, grpc_empty_slice(), NULL);
@@ -300,14 +349,19 @@ static int time_all(const bench_args *a, const bench_request *r, raw_floor *raw,
                     "%d/%d/%d/%d\n",
                     (int)gst, (int)warm, (int)idle, (int)nothing);
             rc = -1;
-        } else if (t[GRPC_ENGINE] < 0) {
-            fprintf(stderr, "bench_service: the Score response carries no engine time\n");
+        } else if (hst != 200) {
+            fprintf(stderr, "bench_service: POST /v1/score answered %d: %s\n", hst,
+                    hst > 0 ? http_client_body(http) : "");
+            rc = -1;
+        } else if (t[GRPC_ENGINE] < 0 || t[HTTP_ENGINE] < 0) {
+            fprintf(stderr, "bench_service: a Score response carries no engine time\n");
             rc = -1;
         } else if (raw_rc != 0) {
             rc = -1;
         } else if (i >= a->warmup) {
             t[LOCAL] = t1 - t0;
             t[GRPC] = t2 - t1;
+            t[HTTP] = t_http - t4;
             t[CHECK_WARM] = t3 - t2;
             t[RAW] = t4 - t3;
             t[CHECK_IDLE] = t6 - t5;
@@ -317,6 +371,7 @@ static int time_all(const bench_args *a, const bench_request *r, raw_floor *raw,
         }
     }
     client_close(&g);
+    http_client_close(http);
     grpc_slice_unref(payload);
     grpc_slice_unref(empty);
     lms_engine_close(e);
@@ -332,6 +387,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
             a->model = v;
         else if (strcmp(k, "--target") == 0)
             a->target = v;
+        else if (strcmp(k, "--http-port") == 0)
+            a->http_port = atoi(v);
         else if (strcmp(k, "--iterations") == 0)
             a->iterations = atoi(v);
         else if (strcmp(k, "--warmup") == 0)
@@ -365,12 +422,13 @@ static void row(const char *what, double *v, int n)
     printf("| %s | %.3f | %.3f |\n", what, p50, p99);
 }
 
-/* diff[i] = a[i] - b[i], as a row. */
-static void diff_row(const char *what, const double *a, const double *b, double *diff, int n)
+/* diff[i] = a[i] - b[i], as a row; returns its p50. */
+static double diff_row(const char *what, const double *a, const double *b, double *diff, int n)
 {
     for (int i = 0; i < n; i++)
         diff[i] = a[i] - b[i];
     row(what, diff, n);
+    return percentile(diff, n, 0.50);
 }
 
 static void report(const bench_args *a, double *s[N_SERIES], double *diff)
@@ -380,8 +438,12 @@ static void report(const bench_args *a, double *s[N_SERIES], double *diff)
            a->items, a->item_tokens, a->query_tokens, n, a->warmup);
     /* the per-call rows first: percentiles sort the series */
     printf("| per call | p50 ms | p99 ms |\n| --- | ---: | ---: |\n");
-    diff_row("gRPC: latency - the daemon's engine time (service overhead)", s[GRPC], s[GRPC_ENGINE],
-             diff, n);
+    double grpc_overhead = diff_row("gRPC: latency - the daemon's engine time (service overhead)",
+                                    s[GRPC], s[GRPC_ENGINE], diff, n);
+    double http_overhead = 0;
+    if (a->http_port)
+        http_overhead = diff_row("HTTP: latency - the daemon's engine time (service overhead)",
+                                 s[HTTP], s[HTTP_ENGINE], diff, n);
     diff_row("raw TCP: latency - the server's engine time (floor)", s[RAW], s[RAW_ENGINE], diff, n);
     diff_row("gRPC latency - in-process time of the same iteration", s[GRPC], s[LOCAL], diff, n);
     double local50, local99, grpc50, grpc99, raw50, raw99;
@@ -391,6 +453,11 @@ static void report(const bench_args *a, double *s[N_SERIES], double *diff)
     printf("\n| path | p50 ms | p99 ms |\n| --- | ---: | ---: |\n");
     printf("| in-process lms_engine_score | %.3f | %.3f |\n", local50, local99);
     printf("| gRPC unary Score (loopback) | %.3f | %.3f |\n", grpc50, grpc99);
+    if (a->http_port) {
+        double http50, http99;
+        percentiles(s[HTTP], n, &http50, &http99);
+        printf("| HTTP POST /v1/score (loopback, keep-alive) | %.3f | %.3f |\n", http50, http99);
+    }
     printf("| raw TCP, same work (loopback) | %.3f | %.3f |\n", raw50, raw99);
     printf("| service overhead: gRPC p50 - in-process p50 | %.3f | %.3f |\n", grpc50 - local50,
            grpc99 - local99);
@@ -402,14 +469,18 @@ static void report(const bench_args *a, double *s[N_SERIES], double *diff)
     row("gRPC Health.Check right after another call (warm transport)", s[CHECK_WARM], n);
     row("gRPC Score of no items after an idle stretch (the daemon's path, no engine work)",
         s[EMPTY_SCORE], n);
+    if (a->http_port)
+        printf("\nHTTP overhead per call / gRPC overhead per call (p50s): %.3f / %.3f = %.2f\n",
+               http_overhead, grpc_overhead, http_overhead / grpc_overhead);
 }
 
 int main(int argc, char **argv)
 {
     bench_args a;
     if (parse_args(argc, argv, &a) != 0) {
-        fprintf(stderr, "usage: bench_service --model PATH --target HOST:PORT [--iterations N] "
-                        "[--warmup N] [--items N] [--item-tokens N] [--query-tokens N]\n");
+        fprintf(stderr, "usage: bench_service --model PATH --target HOST:PORT [--http-port N] "
+                        "[--iterations N] [--warmup N] [--items N] [--item-tokens N] "
+                        "[--query-tokens N]\n");
         return 1;
     }
     bench_request r;

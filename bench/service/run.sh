@@ -1,8 +1,9 @@
 #!/bin/sh
 # run.sh — the service benchmark (`make bench` calls it; docs/benchmarks.md
-# has the numbers): unary Score with 10 items over gRPC on loopback against
-# the same request in-process and behind a bare TCP socket (the floor),
-# p50/p99 and the differences (bench_service.c says how they are taken).
+# has the numbers): unary Score with 10 items over gRPC and over the HTTP API
+# on loopback against the same request in-process and behind a bare TCP
+# socket (the floor), p50/p99 and the differences (bench_service.c says how
+# they are taken).
 #   bench/service/run.sh BUILD_DIR [MODEL]
 # MODEL defaults to BUILD_DIR/models/tiny-qwen3.gguf, where the engine time is
 # small and the service overhead shows; BENCH_SERVICE_ARGS (environment) is
@@ -18,7 +19,8 @@ model=${2:-$build/models/tiny-qwen3.gguf}
 # shellcheck source=bench/lmscored.sh
 . "$(dirname "$0")/../lmscored.sh"
 # shellcheck disable=SC2086 # LMSCORED_ARGS is a list of words
-lmscored_start "$build" "$model" --workers 1 ${LMSCORED_ARGS:-}
+lmscored_start "$build" "$model" --workers 1 --http-listen 127.0.0.1:0 ${LMSCORED_ARGS:-}
 echo "model: $model"
 # shellcheck disable=SC2086 # BENCH_SERVICE_ARGS is a list of words
-"$build/bench/bench_service" --model "$model" --target "127.0.0.1:$port" ${BENCH_SERVICE_ARGS:-}
+"$build/bench/bench_service" --model "$model" --target "127.0.0.1:$port" \
+    --http-port "$http_port" ${BENCH_SERVICE_ARGS:-}
