@@ -120,7 +120,6 @@ void *service_job_new(size_t size, call *c, lms_engine *engine, ProtobufCMessage
     }
     job->work.run = job_main;
     job->run = run;
-    job->svc = call_ctx(c);
     job->c = c;
     job->engine = engine;
     job->request = request;
@@ -129,6 +128,9 @@ void *service_job_new(size_t size, call *c, lms_engine *engine, ProtobufCMessage
 
 bool service_job_submit(service *svc, service_job *job)
 {
+    /* the service the call was admitted by: a call's ctx is its handler's,
+     * which for an HTTP endpoint is not the service */
+    job->svc = svc;
     call_ref(job->c);
     job->counted = true;
     metrics_job_enter();

@@ -50,7 +50,7 @@ typedef enum { SERVICE_JOB_DONE, SERVICE_JOB_AGAIN, SERVICE_JOB_PARKED } service
 typedef struct service_job {
     worker_job work; /* the pool's part */
     service_job_step (*run)(struct service_job *job);
-    service *svc;
+    service *svc; /* set by service_job_submit */
     call *c;
     lms_engine *engine;
     ProtobufCMessage *request;

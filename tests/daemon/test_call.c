@@ -3,7 +3,9 @@
  * core client in this process: a unary reply, a stream's queued messages
  * arriving in order before its OK, an error's status with its ErrorInfo
  * details, a refusal of an oversized message before any handler sees it,
- * an unknown method, and the layer's counts settling once calls are over.
+ * an unknown method, and the layer's counts settling once calls are over;
+ * and calls another door opens (call_open): their end into the sink, once,
+ * the reply's size limit, the client going away, and the shutdown's end.
  */
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
@@ -264,6 +266,118 @@ static void test_unknown_method_and_settled_counts(void **state)
     assert_int_equal(call_layer_admitted(), 0);
 }
 
+/* What a sink saw of a call_open'ed call. */
+typedef struct {
+    int ends;
+    grpc_status_code code;
+    char reason[48];
+    size_t reply_ids; /* the TokenizeResponse's ids, when OK */
+} sunk;
+
+static void on_end(call *c, void *ctx, const rpc_status *st, const ProtobufCMessage *reply)
+{
+    (void)c;
+    sunk *s = ctx;
+    s->ends++;
+    s->code = st->code;
+    snprintf(s->reason, sizeof s->reason, "%s", st->reason);
+    assert_true((st->code == GRPC_STATUS_OK) == (reply != NULL));
+    if (reply) s->reply_ids = ((const Lmscore__V1__TokenizeResponse *)reply)->n_token_ids;
+}
+
+static int closes;
+
+static void on_local_close(call *c, bool cancelled)
+{
+    (void)c;
+    assert_true(cancelled);
+    closes++;
+}
+
+static const call_handler local = {.path = "/t.T/Local",
+                                   .shape = CALL_UNARY,
+                                   .counts_as_scoring = true,
+                                   .on_close = on_local_close};
+
+static call *open_local(sunk *s)
+{
+    request_context ctx;
+    request_context_init(&ctx, "local-1", 7, NULL, 0);
+    call_sink sink = {.on_end = on_end, .ctx = s};
+    call *c = call_open(&local, "POST /local", &ctx, &sink);
+    assert_non_null(c);
+    return c;
+}
+
+static void test_an_opened_call_ends_into_its_sink_once(void **state)
+{
+    (void)state;
+    sunk s = {0};
+    call *c = open_local(&s);
+    call_admit(c);
+    assert_int_equal(call_layer_admitted(), 1);
+    assert_false(call_should_stop(c));
+    int32_t ids[3] = {0};
+    Lmscore__V1__TokenizeResponse resp = LMSCORE__V1__TOKENIZE_RESPONSE__INIT;
+    resp.n_token_ids = 3;
+    resp.token_ids = ids;
+    assert_int_equal(call_send(c, &resp.base), CALL_CLOSED); /* no stream */
+    call_reply(c, &resp.base);
+    rpc_status st;
+    rpc_status_set(&st, GRPC_STATUS_INTERNAL, NULL, NULL, "ignored: the first end wins");
+    call_finish(c, &st);
+    assert_int_equal(s.ends, 1);
+    assert_int_equal(s.code, GRPC_STATUS_OK);
+    assert_int_equal(s.reply_ids, 3);
+    assert_int_equal(call_layer_admitted(), 0); /* left before the sink ran */
+    assert_true(call_should_stop(c));
+    call_unref(c);
+}
+
+static void test_an_opened_call_reply_over_the_limit_is_refused(void **state)
+{
+    (void)state;
+    sunk s = {0};
+    call *c = open_local(&s);
+    static int32_t ids[MAX_MESSAGE];
+    Lmscore__V1__TokenizeResponse resp = LMSCORE__V1__TOKENIZE_RESPONSE__INIT;
+    resp.n_token_ids = MAX_MESSAGE;
+    resp.token_ids = ids;
+    call_reply(c, &resp.base);
+    assert_int_equal(s.ends, 1);
+    assert_int_equal(s.code, GRPC_STATUS_RESOURCE_EXHAUSTED);
+    assert_string_equal(s.reason, "response_too_large");
+    call_unref(c);
+}
+
+static void test_an_opened_call_stops_when_its_client_goes_or_the_server_ends_it(void **state)
+{
+    (void)state;
+    sunk s = {0};
+    call *c = open_local(&s);
+    closes = 0;
+    call_cancel(c);
+    call_cancel(c);
+    assert_int_equal(closes, 1);
+    assert_true(call_should_stop(c));
+    rpc_status st;
+    call_stopped_status(c, &st);
+    assert_int_equal(st.code, GRPC_STATUS_CANCELLED);
+    assert_int_equal(s.ends, 0); /* the work's end says so, not the cancel */
+
+    sunk other = {0};
+    call *d = open_local(&other);
+    rpc_status_set(&st, GRPC_STATUS_UNAVAILABLE, "draining", NULL, "shutting down");
+    call_layer_end_all(&st);
+    assert_int_equal(other.ends, 1);
+    assert_int_equal(other.code, GRPC_STATUS_UNAVAILABLE);
+    assert_string_equal(other.reason, "draining");
+    assert_int_equal(s.ends, 1); /* the cancelled one too */
+    call_unref(c);
+    call_unref(d);
+    assert_int_equal(call_layer_wait_idle(5000), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -272,6 +386,9 @@ int main(void)
         cmocka_unit_test(test_error_status_carries_details_and_the_first_end_wins),
         cmocka_unit_test(test_oversized_and_malformed_messages_are_refused),
         cmocka_unit_test(test_unknown_method_and_settled_counts),
+        cmocka_unit_test(test_an_opened_call_ends_into_its_sink_once),
+        cmocka_unit_test(test_an_opened_call_reply_over_the_limit_is_refused),
+        cmocka_unit_test(test_an_opened_call_stops_when_its_client_goes_or_the_server_ends_it),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -294,7 +294,8 @@ def test_a_rerank_profile_that_does_not_fit_the_model(tmp_path):
 def small():
     """A daemon with small limits, so that every limit is cheap to reach."""
     with Daemon("--http-listen", "127.0.0.1:0", "--max-items", "8", "--max-sequence-tokens",
-                "32", "--max-message-bytes", "4096") as d, d.channel() as ch:
+                "32", "--max-message-bytes", "4096", "--max-text-bytes", "200") as d, \
+            d.channel() as ch:
         yield Http(d), score_pb2_grpc.ScoreServiceStub(ch)
 
 
@@ -311,6 +312,7 @@ ERROR_CASES = {
     "sequence_too_long": both([1, 2, 3], [[4], [5] * 40], [6]),
     "label_not_single_token": both("q", [" a"], [" yes", " several words here"]),
     "unknown_algorithm": both([1, 2, 3], [[4]], [6], algorithm="ALGORITHM_SERIAL"),
+    "text_too_long": both("q", [" a", "b" * 201], [6]),
 }
 
 
@@ -403,8 +405,9 @@ def test_rerank_errors(small):
     api = small[0]
     cases = [
         ({"query": "q", "documents": ["d"] * 9}, 400, "too_many_items", "documents"),
-        ({"query": "q", "documents": ["d", "word " * 40]}, 400, "sequence_too_long",
+        ({"query": "q", "documents": ["d", "word " * 20]}, 400, "sequence_too_long",
          "documents[1]"),
+        ({"query": "q", "documents": ["d", "x" * 300]}, 400, "text_too_long", "documents[1]"),
         ({"documents": ["d"]}, 400, "missing_input", "query"),
         ({"query": "q"}, 400, "missing_input", "documents"),
         ({"query": "q", "documents": [1]}, 400, "malformed_request", "documents[0]"),
@@ -416,7 +419,7 @@ def test_rerank_errors(small):
         got_status, _, got = api.rerank(body)
         assert (got_status, http_error(got)) == (status, (reason, field)), (body, got)
     for body in [{"query": "q", "documents": ["d"] * 9},
-                 {"query": "q", "documents": ["d", "word " * 40]}]:
+                 {"query": "q", "documents": ["d", "word " * 20]}]:
         message = api.rerank(body)[2]["error"]["message"]
         assert "documents" in message and "items" not in message, message
 
