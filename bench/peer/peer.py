@@ -79,10 +79,11 @@ def ensure_q4_k_m(build, lib_dir, stem):
     print("  made %s with llama_model_quantize" % os.path.basename(dst), file=sys.stderr)
 
 
-def bench_peer(build, lib_dir, model, request, threads, isa, rounds, warmup, out_json):
+def bench_peer(build, lib_dir, model, request, threads, isa, rounds, warmup, out_json,
+               extra=()):
     cmd = [os.path.join(build, "bench", "bench_peer"), "--model", model, "--request", request,
            "--llama-lib", lib_dir, "--threads", str(threads), "--isa", isa,
-           "--rounds", str(rounds), "--warmup", str(warmup)]
+           "--rounds", str(rounds), "--warmup", str(warmup), *extra]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         sys.exit("peer: %s failed (status %d): %s" % (" ".join(cmd), proc.returncode,
@@ -105,21 +106,30 @@ def load_average():
         return " / ".join(f.read().split()[:3])
 
 
+def cpu_seconds(side):
+    """The process's CPU time over a side's rounds."""
+    return sum(s * share for s, share in zip(side["seconds"], side["cpu_share"]))
+
+
 def spread(seconds):
     return "%.2f s (%.2f–%.2f)" % (statistics.median(seconds), min(seconds), max(seconds))
 
 
+def speed_request(out):
+    return local.write_request(os.path.join(out, "peer-speed-request.json"), QUERY_TOKENS,
+                               SPEED_ITEMS, ITEM_TOKENS, LABELS, seed=QUERY_TOKENS)
+
+
 def speed(build, out, lib_dir, threads_list, isas):
-    request = local.write_request(os.path.join(out, "peer-speed-request.json"), QUERY_TOKENS,
-                                  SPEED_ITEMS, ITEM_TOKENS, LABELS, seed=QUERY_TOKENS)
+    request = speed_request(out)
     cpu = "%s (%s)" % (local.cpu_name(), cpu_isa(local.cpu_flags()))
     print("\n### Speed: peer workload (%d-token query, %d items of %d tokens, %d labels), "
           "median of %d alternating rounds\n" % (QUERY_TOKENS, SPEED_ITEMS, ITEM_TOKENS, LABELS,
                                                  ROUNDS))
     print("Load average (1/5/15 min) at the start: %s.\n" % load_average())
     print("| CPU (ISA) | threads | file | lmscore `auto` (kernels) | llama.cpp | lmscore | ratio "
-          "| CPU share llama.cpp / lmscore |")
-    print("|---|---:|---|---|---:|---:|---:|---|", flush=True)
+          "| CPU share llama.cpp / lmscore | ratio of CPU time |")
+    print("|---|---:|---|---|---:|---:|---:|---|---:|", flush=True)
     features = set()
     for threads in threads_list:
         for isa in isas:
@@ -131,12 +141,13 @@ def speed(build, out, lib_dir, threads_list, isas):
                 ls, es = res["llama"]["seconds"], res["lmscore"]["seconds"]
                 e = res["lmscore"]
                 features.add(res["llama"]["features"])
-                print("| %s | %d | %s | %s (%s%s) | %s | %s | **%.2f×** | %.2f / %.2f |"
+                print("| %s | %d | %s | %s (%s%s) | %s | %s | **%.2f×** | %.2f / %.2f | %.2f× |"
                       % (cpu, threads, file_type, e["precision"],
                          e["kernels"], "" if isa == "auto" else ", `--isa %s`" % isa, spread(ls),
                          spread(es), statistics.median(ls) / statistics.median(es),
                          statistics.mean(res["llama"]["cpu_share"]),
-                         statistics.mean(e["cpu_share"])), flush=True)
+                         statistics.mean(e["cpu_share"]),
+                         cpu_seconds(res["llama"]) / cpu_seconds(e)), flush=True)
     print("\nllama.cpp's CPU backend: %s. Load average at the end: %s."
           % ("; ".join(sorted(features)), load_average()))
 
@@ -147,11 +158,24 @@ def per_label_spearman(cand, ref):
                              accuracy.ranks([row[j] for row in r])) for j in range(len(r[0]))]
 
 
+def parity(build, out, lib_dir, threads):
+    """llama.cpp's f32 path against lmscore's f32 on the f32 file of the
+    preset's draws (models-precision): outputs at the right positions."""
+    model = local.precision_model(build, "f32")
+    res = bench_peer(build, lib_dir, model, speed_request(out), threads, "auto", 1, 0,
+                     os.path.join(out, "peer-parity.json"),
+                     ("--precision", "f32", "--llama-attention", "f32"))
+    print("\nParity check: on `%s`, the peer workload's %d items, llama.cpp's f32 path (f32 K "
+          "and V, no flash attention) against lmscore `--precision f32`: max |Δ logprob| "
+          "%.2g.\n" % (os.path.basename(model), SPEED_ITEMS, res["max_abs_delta"]), flush=True)
+
+
 def accuracy_part(build, out, lib_dir, threads, variants):
     request = local.write_request(os.path.join(out, "peer-accuracy-request.json"), QUERY_TOKENS,
                                   ACCURACY_ITEMS, ITEM_TOKENS, LABELS, seed=ACCURACY_ITEMS)
     print("\n### Accuracy against lmscore's f32 on the same file (%d-token query, %d items of "
-          "%d tokens, %d labels)\n" % (QUERY_TOKENS, ACCURACY_ITEMS, ITEM_TOKENS, LABELS))
+          "%d tokens, %d labels)" % (QUERY_TOKENS, ACCURACY_ITEMS, ITEM_TOKENS, LABELS))
+    parity(build, out, lib_dir, threads)
     print("| weights | file | scorer | mean \\|Δ logprob\\| | max \\|Δ\\| | Spearman per label "
           "(lowest first) | top-1 agreement |")
     print("|---|---|---|---:|---:|---|---:|", flush=True)
