@@ -20,10 +20,12 @@ older than the f16 file), at the preset's projection std and at
   median time over lmscore's.
 - accuracy: 100 items of 20 tokens after the same query, on every file of
   every std: llama.cpp (its defaults: flash attention, f16 K and V) and
-  lmscore --precision auto (bench_peer, one round) against lmscore
+  lmscore --precision auto (bench_peer, one round), and on the quantised
+  files lmscore --precision int8x2 (lmscore-local), against lmscore
   --precision f32 on the same file (lmscore-local): mean and max
   |Δ logprob|, each label's Spearman correlation of the item ranking, top-1
-  agreement.
+  agreement. Before them, a parity check: llama.cpp's f32 path against
+  lmscore's f32 on the preset's f32 file.
 
 PEER_PARTS (default "speed accuracy"), PEER_THREADS (default "2"; a list
 runs each), PEER_ISA (default "auto"; "auto avx2" also runs lmscore's AVX2
@@ -187,8 +189,10 @@ def accuracy_part(build, out, lib_dir, threads, variants):
             res = bench_peer(build, lib_dir, model, request, threads, "auto", 1, 0,
                              os.path.join(out, "peer-accuracy-%s-%s.json" % (stem, file_type)))
             ref = local.score(build, model, request, "f32")
-            sides = (("llama.cpp", res["llama"]),
-                     ("lmscore `auto` (%s)" % res["lmscore"]["precision"], res["lmscore"]))
+            sides = [("llama.cpp", res["llama"]),
+                     ("lmscore `auto` (%s)" % res["lmscore"]["precision"], res["lmscore"])]
+            if file_type != "f16":
+                sides.append(("lmscore `int8x2`", local.score(build, model, request, "int8x2")))
             for name, cand in sides:
                 m = accuracy.compare(cand, ref)
                 rho = sorted(per_label_spearman(cand, ref))
