@@ -232,11 +232,12 @@ def test_deadline_stops_the_work():
         # the work stopped: Score's items were not counted as scored, nor
         # ScoreStream's past the chunks it finished ...
         assert after.items_total - before.items_total < 3000
-        # ... long before the whole request could have been scored
+        # ... long before the whole request could have been scored: serial
+        # items cost alike, so ten times a tenth of it is what the whole costs
         t1 = time.monotonic()
-        resp = stub.Score(big_request(), timeout=600)
-        full = time.monotonic() - t1
-        assert len(resp.items) == 3000
+        resp = stub.Score(big_request(300), timeout=600)
+        full = 10 * (time.monotonic() - t1)
+        assert len(resp.items) == 300
         assert stopped_after < full, (stopped_after, full)
 
 

@@ -1,6 +1,6 @@
-"""A ScoreItems stream of 20,000 items on the demo model with bounded server
+"""A ScoreItems stream of 10,000 items on the demo model with bounded server
 memory. The client pushes every batch as fast as the transport lets it and
-answers (20,000 items x 256 labels of scores and logprobs: 41 MB) come back
+answers (10,000 items x 256 labels of scores and logprobs: 20 MB) come back
 as chunks; the server holds one batch waiting, one being scored and one
 message in flight, so its RSS has no upward trend over the stream: the peak
 of the last third stays within 10% of the peak of the first third (after
@@ -11,7 +11,7 @@ import time
 from harness import Daemon, RssSampler, steady_memory_env, tokens
 from lmscore.v1 import score_pb2, score_pb2_grpc
 
-N_ITEMS = 20000
+N_ITEMS = 10000
 BATCH = 250
 LABELS = list(range(100, 356))
 
@@ -25,7 +25,7 @@ def requests():
             items=[tokens([1000 + i % 3000, 7, 8, 9]) for i in range(start, start + BATCH)]))
 
 
-def test_20k_items_bounded_rss():
+def test_10k_items_bounded_rss():
     with Daemon("--max-message-bytes", "64M", env=steady_memory_env()) as d, d.channel() as ch:
         stub = score_pb2_grpc.ScoreServiceStub(ch)
         sampler = RssSampler(d)
@@ -40,13 +40,13 @@ def test_20k_items_bounded_rss():
                 assert not seen[idx] and len(it.scores) == len(it.logprobs) == len(LABELS)
                 seen[idx] = 1
             done = sum(seen)
-            for mark in (2000, N_ITEMS // 3, 2 * N_ITEMS // 3):
+            for mark in (N_ITEMS // 10, N_ITEMS // 3, 2 * N_ITEMS // 3):
                 if done >= mark and mark not in marks:
                     marks[mark] = time.monotonic()
         samples = sampler.stop()
         assert all(seen) and summary.item_count == N_ITEMS
         assert summary.usage.cached_tokens > 0  # the query was not recomputed per batch
-        first = max(kb for t, kb in samples if marks[2000] <= t <= marks[N_ITEMS // 3])
+        first = max(kb for t, kb in samples if marks[N_ITEMS // 10] <= t <= marks[N_ITEMS // 3])
         last = max(kb for t, kb in samples if t >= marks[2 * N_ITEMS // 3])
         print(f"RSS peak: first third {first} kB, last third {last} kB")
         assert last <= first * 1.10, (first, last)
