@@ -2,7 +2,8 @@
 #   make run    install missing Debian packages, build, make the demo model, serve gRPC on
 #               :50051 and the HTTP API on :8080
 #   make test   the whole test suite, built with gcc + ASan/UBSan (libFuzzer targets: clang)
-#   make bench  the benchmarks (release build); results go to docs/benchmarks.md by hand
+#   make bench  the benchmarks (release build); each part writes its tables into
+#               its block of docs/benchmarks.md (bench/engine/run-all.sh)
 #   make image  the container image with podman (--format docker), from Debian base images
 #               made with debootstrap; EXTRA_CA=FILE... for a TLS-intercepting proxy's CA
 BUILD      ?= build

@@ -6,7 +6,6 @@
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define MIB (1024.0 * 1024.0)
@@ -109,21 +108,19 @@ static void tuning_environment(char *out, size_t size)
 
 void report_header(report *r, const char *model_path, const lms_model_info *c, double load_seconds)
 {
-    char cpu[256], date[64], load[64], env[256];
+    char cpu[256], load[64], env[256];
     cpu_model(cpu, sizeof cpu);
     load_average(load, sizeof load);
     tuning_environment(env, sizeof env);
-    time_t now = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
     fprintf(r->md,
-            "Run: %s on \"%s\", %ld online CPUs; %s, kernel %s, %d threads; tuning "
+            "Run on \"%s\", %ld online CPUs; %s, kernel %s, %d threads; tuning "
             "environment: %s. Load average (1/5/15 min) at the start: %s.\n\n"
             "Model: `%s` (%s, %d layers, d_model %d, %d heads / %d KV heads × %d, FFN %d, "
             "vocab %d), loaded in %.1f s.\n\n",
-            date, cpu, sysconf(_SC_NPROCESSORS_ONLN), openblas_get_config(),
-            openblas_get_corename(), openblas_get_num_threads(), env, load, model_path,
-            c->architecture, c->n_layers, c->d_model, c->n_heads, c->n_kv_heads, c->head_dim,
-            c->d_ff, c->vocab_size, load_seconds);
+            cpu, sysconf(_SC_NPROCESSORS_ONLN), openblas_get_config(), openblas_get_corename(),
+            openblas_get_num_threads(), env, load, model_path, c->architecture, c->n_layers,
+            c->d_model, c->n_heads, c->n_kv_heads, c->head_dim, c->d_ff, c->vocab_size,
+            load_seconds);
 }
 
 void report_footer(report *r)

@@ -2,64 +2,66 @@
 # run-all.sh — what `make bench` runs (the `bench` target of bench/CMakeLists.txt):
 #
 #   run-all.sh SOURCE_DIR BUILD_DIR RESULTS_DIR
+#   run-all.sh --parts        prints the parts, in the order they run
 #
-# 1. the engine benchmarks (bench_engine on models/qwen3-0.6b.gguf) and their
-#    plot, copied to docs/bench/ (CSVs and PNG) when the whole set ran;
-# 2. bench/tokenizer/run.sh BUILD_DIR, if it exists;
-# 3. bench/service/run.sh BUILD_DIR, if it exists;
-# 4. bench/sizing/run.sh BUILD_DIR (the replica sizing of docs/deployment.md);
-# 5. bench/lm_head/run.sh BUILD_DIR (the LM head against an sgemm head);
-# 6. bench/matmul/run.sh BUILD_DIR (the projection kernels against OpenBLAS
-#    and oneDNN);
-# 7. bench/metrics/run.sh BUILD_DIR (the Prometheus endpoint under load);
-# 8. bench/precision/run.sh BUILD_DIR (bf16 and int8 against f32: accuracy,
-#    speed, memory and start-up, the 8B geometry served as Q8_0);
-# 9. bench/peer/run.sh BUILD_DIR (the engine against llama.cpp on the same
-#    files: time ratio and accuracy).
-# Each part's output is also kept in RESULTS_DIR/<part>.log. A failing part
-# does not stop the others; the exit status says whether any failed.
-# BENCH_ENGINE_ARGS (environment) is passed to bench_engine, e.g.
-# "--workloads ab" for a quicker partial run (docs/bench/ is then left alone).
+# Each part is bench/PART/run.sh BUILD_DIR, in this order:
+#   engine        bench_engine on models/qwen3-0.6b.gguf and its plot (the
+#                 CSVs and the PNG copied to docs/bench/ by a complete run);
+#   tokenizer     encode throughput against the reference JS tokenizer;
+#   service       the service overhead over gRPC and HTTP;
+#   sizing        the replica sizing docs/deployment.md refers to;
+#   lm_head       the LM head against an sgemm head;
+#   matmul        the projection kernels against OpenBLAS and oneDNN;
+#   int8_layouts  the int8 kernels on each ggml block type's layout;
+#   phases        a forward pass phase by phase at 1 and 2 threads;
+#   metrics       the Prometheus endpoint under load (docs/bench/metrics.png);
+#   precision     bf16 and int8 against f32 (the precision checkpoints);
+#   peer          the engine against llama.cpp on the same GGUF files.
+# A part writes its tables, headed by the machine and the command, to
+# RESULTS_DIR/PART.md (bench/machine.sh); when the part succeeds,
+# bench/update-doc.py puts that file into PART's block of
+# docs/benchmarks.md. A part that fails or is skipped leaves its block as it
+# was; the others still run, and the exit status says whether any failed.
+# Each part's output is also kept in RESULTS_DIR/PART.log.
+# BENCH_PARTS (environment) runs only the parts it names, e.g.
+# BENCH_PARTS="matmul lm_head"; each part's run.sh names its own variables.
 set -u
-src=$1
-build=$2
-out=$3
+parts="engine tokenizer service sizing lm_head matmul int8_layouts phases metrics precision peer"
+if [ "${1:-}" = --parts ]; then
+    echo "$parts"
+    exit 0
+fi
+src=${1:?usage: run-all.sh SOURCE_DIR BUILD_DIR RESULTS_DIR | run-all.sh --parts}
+build=${2:?usage: run-all.sh SOURCE_DIR BUILD_DIR RESULTS_DIR}
+out=${3:?usage: run-all.sh SOURCE_DIR BUILD_DIR RESULTS_DIR}
 mkdir -p "$out"
+export BENCH_RESULTS="$out"
 failed=""
 
-# Runs "$@" with its output shown and kept in $out/$part.log; records failures.
-run_part() {
-    part=$1
-    shift
-    echo "== $part: $*"
+for part in ${BENCH_PARTS:-$parts}; do
+    case " $parts " in
+    *" $part "*) ;;
+    *)
+        echo "== $part: not a part of make bench (the parts: $parts)"
+        failed="$failed $part"
+        continue
+        ;;
+    esac
+    echo "== $part: sh bench/$part/run.sh $build"
+    rm -f "$out/$part.md"
     rc_file="$out/.$part.rc"
-    { "$@" 2>&1; echo $? >"$rc_file"; } | tee "$out/$part.log"
+    { sh "$src/bench/$part/run.sh" "$build" 2>&1; echo $? >"$rc_file"; } | tee "$out/$part.log"
     rc=$(cat "$rc_file")
     rm -f "$rc_file"
     if [ "$rc" != 0 ]; then
-        echo "== $part failed (exit status $rc)"
+        echo "== $part failed (exit status $rc); its block of docs/benchmarks.md is left as it was"
         failed="$failed $part"
-    fi
-    return "$rc"
-}
-
-# shellcheck disable=SC2086 # BENCH_ENGINE_ARGS is a list of words
-if run_part engine "$build/bench/bench_engine" --model "$build/models/qwen3-0.6b.gguf" --out "$out" \
-    ${BENCH_ENGINE_ARGS:-}; then
-    if run_part plot gnuplot -e "csv='$out/multi_item.csv'; png='$out/multi_item.png'" \
-        "$src/bench/engine/multi_item.gp" && [ -z "${BENCH_ENGINE_ARGS:-}" ]; then
-        mkdir -p "$src/docs/bench"
-        cp "$out/sgemm.csv" "$out/forward.csv" "$out/multi_item.csv" "$out/multi_item.png" \
-            "$src/docs/bench/"
-        echo "== engine results copied to $src/docs/bench/ (tables: $out/engine.md)"
-    fi
-fi
-
-for part in tokenizer service sizing lm_head matmul metrics precision peer; do
-    if [ -f "$src/bench/$part/run.sh" ]; then
-        run_part "$part" sh "$src/bench/$part/run.sh" "$build"
+    elif ! /usr/bin/python3 "$src/bench/update-doc.py" "$src/docs/benchmarks.md" "$part" \
+        "$out/$part.md"; then
+        echo "== $part: its block of docs/benchmarks.md could not be updated"
+        failed="$failed $part"
     else
-        echo "== $part: bench/$part/run.sh does not exist yet, skipped"
+        echo "== $part: block updated in docs/benchmarks.md"
     fi
 done
 

@@ -87,8 +87,8 @@ int main(int argc, char **argv)
     const double w_bytes = (double)v * d * sizeof(float);
     printf("LM head of %s (vocabulary %d × %d), OpenMP threads: %d, best of %d\n\n", m->cfg.name, v,
            d, omp_get_max_threads(), reps);
-    printf("| rows | lm_head ms | sgemm + log-softmax ms | speedup | lm_head reads W at | sgemm "
-           "at |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    printf("| rows | threads | lm_head ms | sgemm + log-softmax ms | speedup | lm_head reads W at "
+           "| sgemm at |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     int rc = 0;
     for (size_t k = 0; k < sizeof ROWS / sizeof *ROWS; k++) {
         const int32_t n = ROWS[k];
@@ -112,9 +112,9 @@ int main(int argc, char **argv)
                         out_head[i], out_sgemm[i]);
                 rc = 1;
             }
-        printf("| %d | %.2f | %.2f | %.2f× | %.1f GB/s | %.1f GB/s |\n", n, best_head * 1e3,
-               best_sgemm * 1e3, best_sgemm / best_head, w_bytes / best_head * 1e-9,
-               w_bytes / best_sgemm * 1e-9);
+        printf("| %d | %d | %.2f | %.2f | %.2f× | %.1f GB/s | %.1f GB/s |\n", n,
+               omp_get_max_threads(), best_head * 1e3, best_sgemm * 1e3, best_sgemm / best_head,
+               w_bytes / best_head * 1e-9, w_bytes / best_sgemm * 1e-9);
         fflush(stdout);
     }
     lms_free(x);

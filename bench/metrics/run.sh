@@ -16,7 +16,8 @@
 # docs/bench/metrics.png.
 #
 # METRICS_BENCH_SECONDS (environment, default 15) is each round's length,
-# METRICS_BENCH_ROUNDS (default 4) the number of rounds.
+# METRICS_BENCH_ROUNDS (default 4) the number of rounds. The rounds' table and
+# the scrape cost are the part's block of docs/benchmarks.md.
 set -eu
 build=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,6 +33,8 @@ unset OMP_NUM_THREADS LMSCORE_THREADS LMSCORE_WORKERS
 
 # shellcheck source=bench/lmscored.sh
 . "$here/../lmscored.sh"
+# shellcheck source=bench/machine.sh
+. "$here/../machine.sh"
 
 scraper=""
 stop_scraper() {
@@ -70,9 +73,9 @@ for r in $(seq 1 "$rounds"); do
     if [ $((r % 2)) = 1 ]; then bench_off "$r"; bench_on "$r"; else bench_on "$r"; bench_off "$r"; fi
 done
 
-/usr/bin/python3 - "$out" "$rounds" <<'PY'
+/usr/bin/python3 - "$out" "$rounds" "$seconds" <<'PY'
 import json, statistics, sys
-out, rounds = sys.argv[1], int(sys.argv[2])
+out, rounds, seconds = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 load = lambda kind: [json.load(open(f"{out}/{kind}-{r}.json")) for r in range(1, rounds + 1)]
 off, on = load("off"), load("on")
 for runs in (off, on):
@@ -89,6 +92,16 @@ spread = max(abs(x["items_per_s"] - y["items_per_s"]) / x["items_per_s"] for x, 
 print(f"metrics endpoint cost: {100 * (a - b) / a:+.2f}% of Score throughput "
       f"(medians {a:.0f} vs {b:.0f} items/s; with/without = {b / a:.4f}; the largest "
       f"difference within a round, {100 * spread:.1f}%, is the run-to-run noise here)")
+with open(f"{out}/cost.md", "w") as md:
+    md.write(f"Score throughput with 32 `lmscore bench` clients on tiny-qwen3, {rounds} rounds "
+             f"of {seconds} s alternating the two daemons:\n\n"
+             "| round | items/s without the endpoint | items/s scraped every 1 s |\n"
+             "| ---: | ---: | ---: |\n")
+    for r, (x, y) in enumerate(zip(off, on), 1):
+        md.write(f"| {r} | {x['items_per_s']:.0f} | {y['items_per_s']:.0f} |\n")
+    md.write(f"| median | {a:.0f} | {b:.0f} |\n\n"
+             f"With/without: {b / a:.4f}; the largest difference within a round, "
+             f"{100 * spread:.1f}%, is the run-to-run noise.\n")
 PY
 
 # What a scrape costs the daemon in CPU (after some load, so that every
@@ -98,6 +111,11 @@ lmscored_start "$build" "$model" --metrics-listen 127.0.0.1:0
 cost=$(/usr/bin/python3 "$here/scrape.py" cost "http://127.0.0.1:$metrics_port/metrics" "$pid" 2000)
 lmscored_stop
 echo "$cost: at one scrape a second, that share of one core is the endpoint's whole cost"
+{
+    cat "$out/cost.md"
+    echo
+    echo "Scrape cost (2,000 scrapes after load, the daemon's CPU time from /proc/PID/stat): $cost."
+} >"$out/block.md"
 
 lmscored_start "$build" "$model" --metrics-listen 127.0.0.1:0 --queue-depth 32
 /usr/bin/python3 "$here/scrape.py" record "http://127.0.0.1:$metrics_port/metrics" \
@@ -118,3 +136,6 @@ gnuplot -e "csv='$out/metrics.csv'; png='$out/metrics.png'" "$here/metrics.gp"
 mkdir -p "$src/docs/bench"
 cp "$out/metrics.csv" "$out/metrics.png" "$src/docs/bench/"
 echo "dashboard series from the scrapes: $src/docs/bench/metrics.png (data: metrics.csv)"
+bench_block metrics "$build" engine "lmscored's default threads" \
+    "$(bench_settings METRICS_BENCH_SECONDS METRICS_BENCH_ROUNDS)sh bench/metrics/run.sh $(bench_path "$build")" \
+    <"$out/block.md" >/dev/null

@@ -31,14 +31,14 @@ PEER_PARTS (default "speed accuracy"), PEER_THREADS (default "2"; a list
 runs each), PEER_ISA (default "auto"; "auto avx2" also runs lmscore's AVX2
 tier) and PEER_VARIANTS (default "preset std0.02 std0.06", the accuracy
 part's stds) pick subsets. Each bench_peer result is kept as
-OUT_DIR/peer-*.json. Prints Markdown.
+OUT_DIR/peer-*.json. Prints Markdown (run.sh heads it with the machine and
+the command).
 """
 import json
 import os
 import statistics
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "precision"))
@@ -208,11 +208,6 @@ def main():
     if not os.path.isdir(lib_dir):
         sys.exit("peer: no llama.cpp libraries at %s (cmake --build %s --target ggml-ref)"
                  % (lib_dir, build))
-    commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True, check=False).stdout.strip()
-    print("llama.cpp benchmark: %s, %d CPUs, %s, %s" % (
-        local.cpu_name(), os.cpu_count() or 0, commit or "unknown",
-        time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())), flush=True)
     parts = os.environ.get("PEER_PARTS", "speed accuracy").split()
     threads_list = [int(t) for t in os.environ.get("PEER_THREADS", "2").split()]
     isas = os.environ.get("PEER_ISA", "auto").split()

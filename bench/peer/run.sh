@@ -8,8 +8,17 @@
 #   bench/peer/run.sh BUILD_DIR
 #
 # Needs bench_peer and the targets ggml-ref and models-peer (made by `make
-# bench`). Results in BUILD_DIR/bench-results/peer/; prints Markdown.
+# bench`). Results in BUILD_DIR/bench-results/peer/; prints Markdown and
+# writes it as its block of docs/benchmarks.md.
 set -eu
+build=${1:?usage: run.sh BUILD_DIR}
+# shellcheck source=bench/machine.sh
+. "$(dirname "$0")/../machine.sh"
+tables=$(mktemp)
+trap 'rm -f "$tables"' EXIT
 # /usr/bin/python3: Debian's, with python3-numpy (ggml_ref.py), whatever python3
 # comes first on PATH.
-exec /usr/bin/python3 "$(dirname "$0")/peer.py" "$1" "$1/bench-results/peer"
+bench_tee "$tables" /usr/bin/python3 "$(dirname "$0")/peer.py" "$build" "$build/bench-results/peer"
+settings=$(bench_settings PEER_PARTS PEER_THREADS PEER_ISA PEER_ROUNDS PEER_VARIANTS)
+bench_block peer "$build" "engine (and each of PEER_ISA)" "${PEER_THREADS:-2} threads a side" \
+    "${settings}sh bench/peer/run.sh $(bench_path "$build")" <"$tables" >/dev/null

@@ -8,27 +8,36 @@
 #
 # Needs the models-precision target (made by `make bench`). Writes its
 # requests, precision_speed.csv and the plot precision_speed.png (speed.gp)
-# to BUILD_DIR/bench-results/precision/, and prints Markdown. PRECISION_PARTS
+# to BUILD_DIR/bench-results/precision/, and prints Markdown, which it also
+# writes as its block of docs/benchmarks.md (without the progress lines). PRECISION_PARTS
 # (default "accuracy speed forward startup") picks parts, PRECISION_WORKLOADS the
 # speed workloads (speed.py); a speed run of the default workloads copies
 # the CSV and the plot to docs/bench/.
 set -eu
 build=$1
 here=$(dirname "$0")
+# shellcheck source=bench/machine.sh
+. "$here/../machine.sh"
 out=$build/bench-results/precision
 mkdir -p "$out"
-echo "precision benchmark: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')," \
-    "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}, $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u '+%Y-%m-%d %H:%M UTC')"
+printed=$(mktemp)
+trap 'rm -f "$printed"' EXIT
 for part in ${PRECISION_PARTS:-accuracy speed forward startup}; do
     case $part in
     speed)
-        python3 "$here/speed.py" "$build" "$out" ${PRECISION_WORKLOADS:+"$PRECISION_WORKLOADS"}
+        # shellcheck disable=SC2086 # PRECISION_WORKLOADS is a list of words
+        bench_tee "$printed" python3 "$here/speed.py" "$build" "$out" \
+            ${PRECISION_WORKLOADS:+"$PRECISION_WORKLOADS"}
         gnuplot -e "csv='$out/precision_speed.csv'; png='$out/precision_speed.png'" \
             "$here/speed.gp"
         if [ -z "${PRECISION_WORKLOADS:-}" ]; then
             cp "$out/precision_speed.csv" "$out/precision_speed.png" "$here/../../docs/bench/"
         fi
         ;;
-    *) python3 "$here/$part.py" "$build" "$out" ;;
+    *) bench_tee "$printed" python3 "$here/$part.py" "$build" "$out" ;;
     esac
 done
+settings=$(bench_settings PRECISION_PARTS PRECISION_QUERIES PRECISION_VARIANTS PRECISION_WORKLOADS PRECISION_ROUNDS PRECISION_8B_SECONDS)
+# The block holds the tables; the lines indented by two spaces are progress.
+grep -v '^  ' "$printed" | bench_block precision "$build" engine "$(nproc) threads" \
+    "${settings}sh bench/precision/run.sh $(bench_path "$build")" >/dev/null

@@ -1,5 +1,5 @@
 #!/bin/sh
-# run.sh — the replica-sizing numbers of docs/deployment.md: one lmscored
+# run.sh — the replica-sizing numbers docs/deployment.md sizes by: one lmscored
 # configured as the Kubernetes manifests configure a pod (default workers,
 # and threads sized from the CPUs it may use), driven by `lmscore bench` over
 # loopback for each request shape of the table, at 1 and 2 calls in flight;
@@ -8,9 +8,12 @@
 #   bench/sizing/run.sh BUILD_DIR
 #
 # SIZING_DURATION (environment, seconds, default 40) is each measurement's
-# length. Prints a Markdown table in the layout of docs/deployment.md.
+# length. Prints a Markdown table and writes it as its block of
+# docs/benchmarks.md (which docs/deployment.md refers to).
 set -eu
 build=$1
+# shellcheck source=bench/machine.sh
+. "$(dirname "$0")/../machine.sh"
 duration=${SIZING_DURATION:-40}
 cpus=$(nproc)
 unset OMP_NUM_THREADS LMSCORE_THREADS LMSCORE_WORKERS
@@ -58,16 +61,19 @@ print("| %s | %s | %d | %d × %d | %.1f (%d in flight) | %.0f / %.0f | %d | %d |
 ' "$1" "$cpus"
 }
 
-echo "Sizing: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $cpus CPUs," \
-    "lmscored's default workers and threads, ${duration} s per measurement," \
-    "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo
-echo "| model | CPU per replica | Q | N × L | items/s per replica | p50 / p99 ms | replicas for 1,000 items/s | for 10,000 items/s |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
-lmscored_start "$build" "$build/models/qwen3-0.6b.gguf"
-row qwen3-0.6b 64 32 16
-row qwen3-0.6b 256 100 8
-lmscored_stop
-lmscored_start "$build" "$build/models/tiny-qwen3.gguf"
-row "tiny-qwen3 (demo)" 32 16 8
-lmscored_stop
+table=$(
+    echo "lmscored's default workers and threads, ${duration} s per measurement," \
+        "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)."
+    echo
+    echo "| model | CPU per replica | Q | N × L | items/s per replica | p50 / p99 ms | replicas for 1,000 items/s | for 10,000 items/s |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+    lmscored_start "$build" "$build/models/qwen3-0.6b.gguf"
+    row qwen3-0.6b 64 32 16
+    row qwen3-0.6b 256 100 8
+    lmscored_stop
+    lmscored_start "$build" "$build/models/tiny-qwen3.gguf"
+    row "tiny-qwen3 (demo)" 32 16 8
+    lmscored_stop
+)
+printf '%s\n' "$table" | bench_block sizing "$build" engine "lmscored's default threads" \
+    "$(bench_settings SIZING_DURATION)sh bench/sizing/run.sh $(bench_path "$build")"
