@@ -11,8 +11,9 @@
 #       prints the head line: the CPU model (/proc/cpuinfo) and CPU count,
 #       the compute tier (TIER "engine": the one the engine picks on this CPU,
 #       asked of BUILD_DIR's lmscore-local; other text as given), THREADS,
-#       and COMMAND after the tuning variables that were set when this file
-#       was sourced (those change which kernels run).
+#       the load average when this file was sourced (on a shared machine it
+#       says how much of the CPUs the part had), and COMMAND after the tuning
+#       variables that were set then (those change which kernels run).
 #   bench_block PART BUILD_DIR TIER THREADS COMMAND
 #       writes PART's block, the head line then the Markdown on standard
 #       input, and prints it (for the part's log).
@@ -27,6 +28,7 @@
 #       that a command reads as run from the repository root.
 
 bench_src=$(cd "$(dirname "$0")/../.." && pwd)
+bench_load=$(cut -d' ' -f1-3 /proc/loadavg)
 bench_env=""
 for _v in OPENBLAS_CORETYPE OPENBLAS_L2_SIZE OMP_NUM_THREADS; do
     eval "_set=\${$_v+x} _val=\${$_v-}"
@@ -54,6 +56,8 @@ bench_path() {
 
 bench_head() {
     _cpu=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
+    # nproc counts OMP_NUM_THREADS: the machine's CPUs are the ones this process may use.
+    _cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
     _tier=$2
     if [ "$_tier" = engine ]; then
         _tier=$(echo '{"query": [1], "items": [[2]], "label_token_ids": [3]}' |
@@ -61,8 +65,8 @@ bench_head() {
             /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["isa"])') ||
             _tier="unknown (lmscore-local failed)"
     fi
-    echo "**Machine:** ${_cpu:-unknown CPU} ($(nproc) CPUs), compute tier $_tier, $3." \
-        "**Command:** \`$bench_env$4\`"
+    echo "**Machine:** ${_cpu:-unknown CPU} ($_cpus CPUs), compute tier $_tier, $3;" \
+        "load average $bench_load (1/5/15 min) at the start. **Command:** \`$bench_env$4\`"
 }
 
 bench_block() {
