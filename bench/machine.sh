@@ -83,7 +83,12 @@ bench_tee() {
     _file=$1
     shift
     _rc_file=$(mktemp)
-    { "$@"; echo $? >"$_rc_file"; } | tee -a "$_file"
+    # The status is taken with || so that the caller's set -e cannot skip it.
+    {
+        _status=0
+        "$@" || _status=$?
+        echo "$_status" >"$_rc_file"
+    } | tee -a "$_file"
     _rc=$(cat "$_rc_file")
     rm -f "$_rc_file"
     return "$_rc"

@@ -9,7 +9,11 @@ Asserts that
 2. a missing, repeated or out-of-order marker, an empty result file and a
    result file holding a marker are refused with exit status 1, a message
    naming the problem, and the file unchanged;
-3. every part `bench/engine/run-all.sh --parts` lists has a bench/PART/run.sh
+3. bench/machine.sh, which the parts write their blocks with: bench_block
+   writes the head line (machine, tier, threads, load, command) and then the
+   tables to BENCH_RESULTS/PART.md, and bench_tee keeps a failing command's
+   status under set -e (a failed part must not write a block);
+4. every part `bench/engine/run-all.sh --parts` lists has a bench/PART/run.sh
    and exactly one block in docs/benchmarks.md, and the doc has no block of
    a part make bench does not run.
 Prints each failure and exits 1 when there is one.
@@ -130,6 +134,32 @@ def test_refusals(tmp):
     expect(not leftovers, f"temporary files left: {leftovers}")
 
 
+def test_machine(src, tmp):
+    script = os.path.join(src, "bench", "engine", "run.sh")  # $0: machine.sh finds the tree by it
+    env = dict(os.environ, BENCH_RESULTS=tmp, OMP_NUM_THREADS="1")
+
+    def sh(code):
+        return subprocess.run(["sh", "-c", f'set -eu; . "{src}/bench/machine.sh"; {code}', script],
+                              capture_output=True, text=True, env=env)
+
+    r = sh('printf "| t |\\n" | bench_block demo BUILD "tier x" "3 threads" "sh run.sh build"')
+    expect(r.returncode == 0, f"bench_block: exit {r.returncode}, {r.stderr!r}")
+    with open(os.path.join(tmp, "demo.md"), encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    expect(
+        re.fullmatch(r"\*\*Machine:\*\* .+ \(\d+ CPUs\), compute tier tier x, 3 threads; load "
+                     r"average [0-9. ]+ \(1/5/15 min\) at the start\. \*\*Command:\*\* "
+                     r"`OMP_NUM_THREADS=1 sh run.sh build`", lines[0]) is not None,
+        f"bench_block: head line {lines[0]!r}",
+    )
+    expect(lines[1:] == ["", "| t |", ""], f"bench_block: body {lines[1:]!r}")
+    out = os.path.join(tmp, "tee.txt")
+    r = sh(f'bench_tee "{out}" sh -c "echo kept; exit 3"; echo not reached')
+    expect(r.returncode == 3 and "not reached" not in r.stdout,
+           f"bench_tee of a failing command: exit {r.returncode}, {r.stdout!r}")
+    expect(read(out) == b"kept\n", f"bench_tee: {out} holds {read(out)!r}")
+
+
 def test_doc(src):
     parts = subprocess.run(
         ["sh", os.path.join(src, "bench", "engine", "run-all.sh"), "--parts"],
@@ -154,6 +184,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_replace(tmp)
         test_refusals(tmp)
+    with tempfile.TemporaryDirectory() as tmp:
+        test_machine(os.path.abspath(src), tmp)
     test_doc(src)
     print("%d failure%s" % (len(failures), "" if len(failures) == 1 else "s"))
     return 1 if failures else 0
