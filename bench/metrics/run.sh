@@ -136,6 +136,6 @@ gnuplot -e "csv='$out/metrics.csv'; png='$out/metrics.png'" "$here/metrics.gp"
 mkdir -p "$src/docs/bench"
 cp "$out/metrics.csv" "$out/metrics.png" "$src/docs/bench/"
 echo "dashboard series from the scrapes: $src/docs/bench/metrics.png (data: metrics.csv)"
+settings=$(bench_settings METRICS_BENCH_SECONDS METRICS_BENCH_ROUNDS)
 bench_block metrics "$build" engine "lmscored's default threads" \
-    "$(bench_settings METRICS_BENCH_SECONDS METRICS_BENCH_ROUNDS)sh bench/metrics/run.sh $(bench_path "$build")" \
-    <"$out/block.md" >/dev/null
+    "${settings}sh bench/metrics/run.sh $(bench_path "$build")" <"$out/block.md" >/dev/null

@@ -37,7 +37,8 @@ for part in ${PRECISION_PARTS:-accuracy speed forward startup}; do
     *) bench_tee "$printed" python3 "$here/$part.py" "$build" "$out" ;;
     esac
 done
-settings=$(bench_settings PRECISION_PARTS PRECISION_QUERIES PRECISION_VARIANTS PRECISION_WORKLOADS PRECISION_ROUNDS PRECISION_8B_SECONDS)
+settings=$(bench_settings PRECISION_PARTS PRECISION_QUERIES PRECISION_VARIANTS \
+    PRECISION_WORKLOADS PRECISION_ROUNDS PRECISION_8B_SECONDS)
 # The block holds the tables; the lines indented by two spaces are progress.
 grep -v '^  ' "$printed" | bench_block precision "$build" engine "$(nproc) threads" \
     "${settings}sh bench/precision/run.sh $(bench_path "$build")" >/dev/null
