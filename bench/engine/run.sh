@@ -8,14 +8,17 @@
 # complete run (no BENCH_ENGINE_ARGS) also copies the CSVs and the plot to
 # docs/bench/, which the doc shows beside the block.
 set -eu
-build=${1:?usage: run.sh BUILD_DIR}
+build=$(cd "${1:?usage: run.sh BUILD_DIR}" && pwd)
 # shellcheck source=bench/machine.sh
 . "$(dirname "$0")/../machine.sh"
 dir=$(dirname "$(bench_md engine "$build")")/engine
 mkdir -p "$dir"
+# The tables name the model as given: from the source tree, a path that reads
+# the same on every machine.
+cd "$bench_src"
 # shellcheck disable=SC2086 # BENCH_ENGINE_ARGS is a list of words
-"$build/bench/bench_engine" --model "$build/models/qwen3-0.6b.gguf" --out "$dir" \
-    ${BENCH_ENGINE_ARGS:-}
+"$build/bench/bench_engine" --model "$(bench_path "$build/models/qwen3-0.6b.gguf")" \
+    --out "$dir" ${BENCH_ENGINE_ARGS:-}
 gnuplot -e "csv='$dir/multi_item.csv'; png='$dir/multi_item.png'" \
     "$bench_src/bench/engine/multi_item.gp"
 bench_block engine "$build" engine "${OMP_NUM_THREADS:-$(nproc)} threads" \
