@@ -20,5 +20,5 @@ trap 'rm -f "$tables"' EXIT
 # comes first on PATH.
 bench_tee "$tables" /usr/bin/python3 "$(dirname "$0")/peer.py" "$build" "$build/bench-results/peer"
 settings=$(bench_settings PEER_PARTS PEER_THREADS PEER_ISA PEER_ROUNDS PEER_VARIANTS)
-bench_block peer "$build" "engine (and each of PEER_ISA)" "${PEER_THREADS:-2} threads a side" \
+bench_block peer "$build" "as PEER_ISA says (the kernels column)" "${PEER_THREADS:-2} threads a side" \
     "${settings}sh bench/peer/run.sh $(bench_path "$build")" <"$tables" >/dev/null
