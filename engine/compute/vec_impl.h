@@ -107,7 +107,7 @@ static void vec_swiglu(float *gate, const float *up, size_t n)
         float g = gate[i];
         /* silu(g) = g / (1 + exp(-g)); exp of a non-positive argument only */
         float e = exp_nonpositive(-fabsf(g));
-        float sig = g >= 0 ? 1.0f / (1.0f + e) : e / (1.0f + e);
+        float sig = (g >= 0 ? 1.0f : e) / (1.0f + e); /* one division, not two behind a select */
         gate[i] = g * sig * up[i];
     }
 }
