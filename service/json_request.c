@@ -133,13 +133,18 @@ static bool read_texts(reading *x, const char *field, char ***texts, size_t *n)
     return !json_failed(&x->r);
 }
 
-/* An Algorithm by its proto name ("ALGORITHM_SERIAL") or number; an
- * unknown number is the shared conversion's to refuse, as on gRPC. */
+/* An Algorithm by its proto name ("ALGORITHM_SERIAL") or number. A number
+ * the enum does not name is refused here, with gRPC's reason and message:
+ * the C enum cannot hold every int32 (its values are all >= 0, so the
+ * compiler may make it unsigned), and a message must not carry a value its
+ * type cannot say. */
 static bool read_algorithm(reading *x, Lmscore__V1__Algorithm *out)
 {
     int64_t v;
     if (json_peek(&x->r) == JSON_NUMBER) {
         if (!json_read_int(&x->r, "algorithm", INT32_MIN, INT32_MAX, &v)) return false;
+        if (!protobuf_c_enum_descriptor_get_value(&lmscore__v1__algorithm__descriptor, (int)v))
+            return json_fail(&x->r, "unknown_algorithm", "algorithm", "unknown value %d", (int)v);
         *out = (Lmscore__V1__Algorithm)v;
         return true;
     }
