@@ -50,8 +50,11 @@ struct call {
     pthread_mutex_t mu; /* guards everything below */
     bool initial_metadata_sent;
     bool send_in_flight;
-    bool finished;       /* call_finish/call_reply ran */
-    bool admitted;       /* counted by call_admit, until the status is sent */
+    bool finished; /* call_finish/call_reply ran */
+    bool admitted; /* counted by call_admit, until the status is sent */
+    bool counted;  /* the outcome is in the metrics: outcome, took_ns */
+    grpc_status_code outcome;
+    int64_t took_ns;
     bool status_pending; /* the status waits for the messages in flight and queued */
     bool closed;         /* RECV_CLOSE_ON_SERVER completed */
     int close_cancelled; /* its out-parameter */
@@ -256,25 +259,39 @@ static void drop_queue_locked(call *c)
     c->queued = 0;
 }
 
+/* Puts the call's outcome in the metrics, once. A call its client or
+ * deadline stopped carries no reason of ours. Caller holds mu (or the last
+ * reference). */
+static void count_outcome_locked(call *c, grpc_status_code code)
+{
+    if (c->counted) return;
+    c->counted = true;
+    c->outcome = code;
+    gpr_timespec took = gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), c->started);
+    c->took_ns = (int64_t)took.tv_sec * 1000000000 + took.tv_nsec;
+    metrics_call_finished(c->metrics_method, code, code == c->status.code ? c->status.reason : "",
+                          c->took_ns);
+}
+
+/* The end of a call: counted when its status was decided (end_call,
+ * end_local) before anything stopped it, so that a client holding the
+ * answer finds the call in the counters; counted here otherwise. */
 static void destroy(call *c)
 {
-    grpc_status_code code = c->status.code;
     if (atomic_load(&c->cancelled))
-        code = call_deadline_passed(c) ? GRPC_STATUS_DEADLINE_EXCEEDED : GRPC_STATUS_CANCELLED;
-    else if (!c->finished)
-        code = GRPC_STATUS_UNKNOWN;
-    /* A call stopped by its client or deadline carries no reason of ours. */
+        count_outcome_locked(c, call_deadline_passed(c) ? GRPC_STATUS_DEADLINE_EXCEEDED
+                                                        : GRPC_STATUS_CANCELLED);
+    else
+        count_outcome_locked(c, c->finished ? c->status.code : GRPC_STATUS_UNKNOWN);
+    grpc_status_code code = c->outcome;
     const char *reason = code == c->status.code ? c->status.reason : "";
-    gpr_timespec took = gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), c->started);
-    int64_t took_ns = (int64_t)took.tv_sec * 1000000000 + took.tv_nsec;
-    metrics_call_finished(c->metrics_method, code, reason, took_ns);
     leave_admitted_locked(c); /* no lock needed: the last reference is gone */
     live_remove(c);
 
     log_record r;
     call_log_begin(&r, c, atomic_load(&g_log_every_call) ? LOG_INFO : LOG_DEBUG, "call finished");
     log_str(&r, "code", metrics_code_name(code));
-    log_ms(&r, "ms", took_ns);
+    log_ms(&r, "ms", c->took_ns);
     if (code != GRPC_STATUS_OK && reason[0]) log_str(&r, "reason", reason);
     log_end(&r);
 
@@ -373,8 +390,9 @@ static void end_local(call *c, const rpc_status *st, const ProtobufCMessage *rep
         c->finished = true;
         atomic_store(&c->ended, true);
         atomic_store(&g_last_end_ns, monotonic_ns());
-        leave_admitted_locked(c);
         c->status = *st;
+        if (!atomic_load(&c->cancelled)) count_outcome_locked(c, st->code);
+        leave_admitted_locked(c);
     }
     pthread_mutex_unlock(&c->mu);
     if (first) c->sink.on_end(c, c->sink.ctx, st, reply);
@@ -393,8 +411,11 @@ static void end_call(call *c, const rpc_status *st, grpc_byte_buffer *reply)
     c->finished = true;
     atomic_store(&c->ended, true);
     atomic_store(&g_last_end_ns, monotonic_ns());
-    leave_admitted_locked(c);
     c->status = *st;
+    /* counted before the admission ends: a reader that sees no call in
+     * flight sees this one counted */
+    if (!atomic_load(&c->cancelled)) count_outcome_locked(c, st->code);
+    leave_admitted_locked(c);
     c->reply_buf = reply;
     /* An answer comes after every message before it; a failure need not. */
     if (st->code != GRPC_STATUS_OK) drop_queue_locked(c);

@@ -200,21 +200,33 @@ def test_calls_past_the_drain_timeout_end_with_details():
 
 
 def test_counters_are_settled_when_the_answer_arrives():
-    """GetModelInfo right after a call's OK shows no call and no job of it in
-    flight: the counters drop before the status is sent."""
+    """GetModelInfo right after a call's answer shows no call and no job of
+    it in flight, and a failed call already in errors_by_code: the counters
+    move before the status is sent."""
     with Daemon() as d, d.channel() as ch:
         stub = score_pb2_grpc.ScoreServiceStub(ch)
+
+        def invalid():
+            with pytest.raises(grpc.RpcError) as e:
+                stub.Score(score_pb2.ScoreRequest(query=tokens([1]), items=[tokens([10 ** 9])],
+                                                  label_token_ids=[8]), timeout=60)
+            assert error_info(e.value).reason == "token_id_exceeds_vocab"
         calls = [lambda: stub.Score(score_request(2), timeout=60),
                  lambda: list(stub.ScoreStream(score_request(2), timeout=60)),
                  lambda: list(stub.ScoreItems(items_requests(1), timeout=60)),
-                 lambda: stub.Tokenize(score_pb2.TokenizeRequest(text="a b"), timeout=60)]
-        busy = []
-        for i in range(200):
+                 lambda: stub.Tokenize(score_pb2.TokenizeRequest(text="a b"), timeout=60),
+                 invalid]
+        busy, uncounted, failed = [], [], 0
+        for i in range(250):
             calls[i % len(calls)]()
+            failed += calls[i % len(calls)] is invalid
             st = stub.GetModelInfo(score_pb2.GetModelInfoRequest(), timeout=60).stats
             if st.in_flight_calls or st.in_flight_jobs:
                 busy.append((i % len(calls), st.in_flight_calls, st.in_flight_jobs))
+            if st.errors_by_code["INVALID_ARGUMENT"] != failed:
+                uncounted.append((i, st.errors_by_code["INVALID_ARGUMENT"], failed))
         assert not busy, busy
+        assert not uncounted, uncounted
 
 
 def established_connections(port):
