@@ -6,6 +6,12 @@
  * The acceptor keeps a dup of every socket it hands to libmicrohttpd: the
  * deadline shuts the socket down through that dup, which stays open (and so
  * names the same socket) until libmicrohttpd reports the connection closed.
+ * Sockets are told apart by inode, not descriptor number: libmicrohttpd
+ * closes a connection it cannot take (its own limit, which counts closed
+ * connections until its thread cleans them up; no memory) without a word,
+ * and the number is then reused. The sweep finds those by the inode the
+ * number names now and releases their slots, so that no dup keeps a socket
+ * the peer closed open (CLOSE-WAIT) and no slot is held for ever.
  */
 #include "http_listener.h"
 
@@ -20,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -38,6 +45,7 @@ typedef struct {
     bool shut;      /* shut down (deadline or eviction): closing, not counted */
     int fd;         /* the socket as handed to libmicrohttpd */
     int dup_fd;     /* ours: the same socket until libmicrohttpd closes the connection */
+    ino_t ino;      /* the socket's inode: what fd must name while libmicrohttpd holds it */
     struct sockaddr_storage peer;
     int64_t accepted_ms, deadline_ms;
 } conn_slot;
@@ -84,6 +92,19 @@ static void refuse(int fd)
     ssize_t sent = send(fd, REFUSAL, sizeof REFUSAL - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)sent;
     close(fd);
+}
+
+/* The inode of the socket fd names, 0 when fd names none. */
+static ino_t socket_inode(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) ? st.st_ino : 0;
+}
+
+static void release_locked(conn_slot *s)
+{
+    close(s->dup_fd);
+    s->used = false;
 }
 
 static void shut_locked(conn_slot *s)
@@ -133,7 +154,9 @@ static void admit(http_listener *l, int fd, const struct sockaddr_storage *peer,
     pthread_mutex_lock(&l->mu);
     conn_slot *s = take_slot_locked(l, peer);
     int dup_fd = s ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
-    if (dup_fd < 0) {
+    ino_t ino = dup_fd >= 0 ? socket_inode(dup_fd) : 0;
+    if (dup_fd < 0 || !ino) {
+        if (dup_fd >= 0) close(dup_fd);
         pthread_mutex_unlock(&l->mu);
         refuse(fd);
         return;
@@ -142,6 +165,7 @@ static void admit(http_listener *l, int fd, const struct sockaddr_storage *peer,
     *s = (conn_slot){.used = true,
                      .fd = fd,
                      .dup_fd = dup_fd,
+                     .ino = ino,
                      .peer = *peer,
                      .accepted_ms = now,
                      .deadline_ms = now + l->limits.deadline_ms};
@@ -150,10 +174,7 @@ static void admit(http_listener *l, int fd, const struct sockaddr_storage *peer,
     /* libmicrohttpd closed fd; a connection it started is released by its
      * close notification */
     pthread_mutex_lock(&l->mu);
-    if (!s->bound) {
-        close(s->dup_fd);
-        s->used = false;
-    }
+    if (!s->bound) release_locked(s);
     pthread_mutex_unlock(&l->mu);
 }
 
@@ -179,13 +200,20 @@ static void accept_pending(http_listener *l)
     }
 }
 
-static void shut_overdue(http_listener *l)
+/* Shuts connections past their deadline, and releases the slots of those
+ * libmicrohttpd closed before it started them (no notification comes for
+ * those: their descriptor no longer names the socket). */
+static void sweep(http_listener *l)
 {
     int64_t now = monotonic_ms();
     pthread_mutex_lock(&l->mu);
     for (int i = 0; i < l->n_slots; i++) {
         conn_slot *s = &l->slots[i];
-        if (s->used && !s->shut && now >= s->deadline_ms) shut_locked(s);
+        if (!s->used) continue;
+        if (!s->bound && socket_inode(s->fd) != s->ino)
+            release_locked(s);
+        else if (!s->shut && now >= s->deadline_ms)
+            shut_locked(s);
     }
     pthread_mutex_unlock(&l->mu);
 }
@@ -199,7 +227,7 @@ static void *acceptor_main(void *arg)
         int n = poll(fds, 2, SWEEP_MS);
         if (n > 0 && fds[1].revents) return NULL;
         if (n > 0 && (fds[0].revents & POLLIN)) accept_pending(l);
-        shut_overdue(l);
+        sweep(l);
     }
 }
 
@@ -211,18 +239,17 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        for (int i = 0; ci && i < l->n_slots; i++) {
+        ino_t ino = ci ? socket_inode(ci->connect_fd) : 0;
+        for (int i = 0; ino && i < l->n_slots; i++) {
             conn_slot *s = &l->slots[i];
-            if (s->used && !s->bound && s->fd == ci->connect_fd) {
+            if (s->used && !s->bound && s->ino == ino) {
                 s->bound = true;
                 *socket_context = s;
                 break;
             }
         }
     } else if (*socket_context) {
-        conn_slot *s = *socket_context;
-        close(s->dup_fd);
-        s->used = false;
+        release_locked(*socket_context);
         *socket_context = NULL;
     }
     pthread_mutex_unlock(&l->mu);
@@ -294,15 +321,17 @@ lms_status http_listener_start(const char *address, const char *flag,
     if (st == LMS_OK && pipe2(l->wake, O_CLOEXEC) != 0)
         st = lms_fail(err, LMS_ERR_IO, NULL, flag, "pipe: %s", strerror(errno));
     if (st == LMS_OK) {
-        /* libmicrohttpd's own limits sit above ours, so that it never
-         * refuses silently; its idle timeout is a backstop for the deadline */
+        /* libmicrohttpd's own limits sit well above ours, so that it does
+         * not refuse silently while it still counts connections it has
+         * closed and not yet cleaned up; its idle timeout is a backstop for
+         * the deadline */
         unsigned idle_s = (unsigned)((limits->deadline_ms + 999) / 1000);
         l->daemon = MHD_start_daemon(
             MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET |
                 MHD_USE_ITC,
             0, NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, "HTTP server",
             MHD_OPTION_NOTIFY_CONNECTION, on_connection, l, MHD_OPTION_CONNECTION_LIMIT,
-            (unsigned)n_slots + 4, MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_END);
+            4 * (unsigned)n_slots, MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_END);
         if (!l->daemon)
             st = lms_fail(err, LMS_ERR_IO, NULL, flag, "cannot start the HTTP server on %s",
                           address);
