@@ -134,25 +134,41 @@ def test_refusals(tmp):
     expect(not leftovers, f"temporary files left: {leftovers}")
 
 
+TUNING = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS")
+
+
 def test_machine(src, tmp):
     script = os.path.join(src, "bench", "engine", "run.sh")  # $0: machine.sh finds the tree by it
-    env = dict(os.environ, BENCH_RESULTS=tmp, OMP_NUM_THREADS="1")
+    # the test's own environment: the tuning variables the head line names
+    # are set or unset here, whatever the machine's environment says
+    base = {k: v for k, v in os.environ.items() if k not in TUNING}
+    env = dict(base, BENCH_RESULTS=tmp, OMP_NUM_THREADS="1")
 
     def sh(code):
         return subprocess.run(["sh", "-c", f'set -eu; . "{src}/bench/machine.sh"; {code}', script],
                               capture_output=True, text=True, env=env)
 
-    r = sh('printf "| t |\\n" | bench_block demo BUILD "tier x" "3 threads" "sh run.sh build"')
-    expect(r.returncode == 0, f"bench_block: exit {r.returncode}, {r.stderr!r}")
-    with open(os.path.join(tmp, "demo.md"), encoding="utf-8") as f:
-        lines = f.read().split("\n")
-    expect(
-        re.fullmatch(r"\*\*Machine:\*\* .+ \(\d+ CPUs\), compute tier tier x, 3 threads; load "
-                     r"average [0-9. ]+ \(1/5/15 min\) at the start\. \*\*Command:\*\* "
-                     r"`OMP_NUM_THREADS=1 sh run.sh build`", lines[0]) is not None,
-        f"bench_block: head line {lines[0]!r}",
-    )
-    expect(lines[1:] == ["", "| t |", ""], f"bench_block: body {lines[1:]!r}")
+    # The command follows the tuning variables set, in machine.sh's order.
+    for tuning, prefix in [
+        ({"OMP_NUM_THREADS": "1"}, "OMP_NUM_THREADS=1"),
+        ({"OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_L2_SIZE": "512", "OMP_NUM_THREADS": "1"},
+         "OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=512 OMP_NUM_THREADS=1"),
+        ({}, ""),
+    ]:
+        env = dict(base, BENCH_RESULTS=tmp, **tuning)
+        r = sh('printf "| t |\\n" | bench_block demo BUILD "tier x" "3 threads" "sh run.sh build"')
+        expect(r.returncode == 0, f"bench_block: exit {r.returncode}, {r.stderr!r}")
+        with open(os.path.join(tmp, "demo.md"), encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        command = (prefix + " " if prefix else "") + "sh run.sh build"
+        expect(
+            re.fullmatch(r"\*\*Machine:\*\* .+ \(\d+ CPUs\), compute tier tier x, 3 threads; "
+                         r"load average [0-9. ]+ \(1/5/15 min\) at the start\. "
+                         r"\*\*Command:\*\* `" + re.escape(command) + "`", lines[0]) is not None,
+            f"bench_block with {tuning}: head line {lines[0]!r}",
+        )
+        expect(lines[1:] == ["", "| t |", ""], f"bench_block: body {lines[1:]!r}")
+    env = dict(base, BENCH_RESULTS=tmp, OMP_NUM_THREADS="1")
     out = os.path.join(tmp, "tee.txt")
     r = sh(f'bench_tee "{out}" sh -c "echo kept; exit 3"; echo not reached')
     expect(r.returncode == 3 and "not reached" not in r.stdout,

@@ -39,13 +39,19 @@ MODEL = os.environ.get("LMSCORE_TEST_MODEL", os.path.join(BUILD, "models", "tiny
 START_TIMEOUT = 180
 
 
+DAEMON_SETTINGS = ("LMSCORE_", "NOTIFY_SOCKET", "WATCHDOG_", "LISTEN_", "JOURNAL_STREAM")
+
+
 class Daemon:
     def __init__(self, *args, env=None, binary=LMSCORED, wait_serving=True, model=MODEL,
                  wrapper=()):
         """wrapper: a command that execs the daemon (its argv follows), e.g.
         taskset."""
         self.args = ["--model", model, "--listen", "127.0.0.1:0", *args]
-        full_env = dict(os.environ)
+        # The daemon reads its settings from LMSCORE_* and systemd's hand-over
+        # (NOTIFY_SOCKET, WATCHDOG_*, LISTEN_*, JOURNAL_STREAM): it gets only
+        # those a test gives, whatever the environment of the run says.
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith(DAEMON_SETTINGS)}
         full_env.update(env or {})
         self.lines = []
         self._cv = threading.Condition()
