@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "utf8.h"
+
 void json_reader_init(json_reader *r, const char *text, size_t len)
 {
     memset(r, 0, sizeof *r);
@@ -260,31 +262,6 @@ static size_t put_utf8(char *out, uint32_t cp)
     return 4;
 }
 
-/* The length of the well-formed UTF-8 sequence at p (RFC 3629's table),
- * 0 when there is none. */
-static size_t utf8_sequence(const unsigned char *p, const unsigned char *end)
-{
-    unsigned c = p[0];
-    size_t n;
-    unsigned lo = 0x80, hi = 0xbf; /* the second byte's range */
-    if (c >= 0xc2 && c <= 0xdf)
-        n = 2;
-    else if (c >= 0xe0 && c <= 0xef) {
-        n = 3;
-        if (c == 0xe0) lo = 0xa0; /* no overlong form */
-        if (c == 0xed) hi = 0x9f; /* no surrogate */
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        n = 4;
-        if (c == 0xf0) lo = 0x90; /* no overlong form */
-        if (c == 0xf4) hi = 0x8f; /* nothing above U+10FFFF */
-    } else
-        return 0;
-    if ((size_t)(end - p) < n || p[1] < lo || p[1] > hi) return 0;
-    for (size_t i = 2; i < n; i++)
-        if ((p[i] & 0xc0) != 0x80) return 0;
-    return n;
-}
-
 bool json_read_string(json_reader *r, const char *field, char *out, size_t *len)
 {
     size_t bound;
@@ -299,7 +276,7 @@ bool json_read_string(json_reader *r, const char *field, char *out, size_t *len)
             return syntax(r, field, "a control character escaped as \\u00XX");
         }
         if (c >= 0x80) {
-            size_t seq = utf8_sequence((const unsigned char *)p, (const unsigned char *)r->end);
+            size_t seq = utf8_sequence_len((const unsigned char *)p, (size_t)(r->end - p));
             if (!seq)
                 return json_fail(r, "invalid_utf8", field,
                                  "the text is not valid UTF-8 (byte %zu of the body)",

@@ -19,6 +19,8 @@
 #define SD_JOURNAL_SUPPRESS_LOCATION
 #include <systemd/sd-journal.h>
 
+#include "utf8.h"
+
 static log_format g_format = LOG_FORMAT_TEXT;
 static int g_max_priority = LOG_INFO;
 static bool g_journal;
@@ -139,24 +141,39 @@ static void line_puts(line_buf *l, const char *s)
     line_put(l, s, strlen(s));
 }
 
-/* Appends s escaped for a JSON string or a logfmt value. */
+/* Appends s escaped for a JSON string or a logfmt value. A byte that is
+ * not part of well-formed UTF-8 (a client's path, say) is written as the
+ * four characters \xHH (in JSON, with the backslash escaped), so that every
+ * line is valid UTF-8 and the byte can still be read off it. */
 static void line_put_escaped(line_buf *l, const char *s, bool json)
 {
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
+    const unsigned char *p = (const unsigned char *)s;
+    size_t left = strlen(s);
+    while (left) {
+        unsigned char ch = *p;
         char esc[8];
-        if (ch == '"' || ch == '\\') {
+        size_t seq = utf8_sequence_len(p, left);
+        if (seq > 1) {
+            /* whole or not at all: a sequence cut by the line's end would not be UTF-8 */
+            if (seq < sizeof l->buf - l->len) line_put(l, (const char *)p, seq);
+        } else if (seq == 0) {
+            snprintf(esc, sizeof esc, json ? "\\\\x%02x" : "\\x%02x", ch);
+            line_puts(l, esc);
+            seq = 1;
+        } else if (ch == '"' || ch == '\\') {
             esc[0] = '\\';
             esc[1] = (char)ch;
             line_put(l, esc, 2);
         } else if (ch == '\n') {
             line_puts(l, "\\n");
-        } else if (ch < 0x20) {
+        } else if (ch < 0x20 || ch == 0x7f) {
             snprintf(esc, sizeof esc, json ? "\\u%04x" : "\\x%02x", ch);
             line_puts(l, esc);
         } else {
             line_put(l, (const char *)&ch, 1);
         }
+        p += seq;
+        left -= seq;
     }
 }
 
@@ -164,7 +181,9 @@ static bool needs_quotes(const char *s)
 {
     if (!*s) return true;
     for (; *s; s++)
-        if (*s == ' ' || *s == '"' || *s == '=' || (unsigned char)*s < 0x20) return true;
+        if (*s == ' ' || *s == '"' || *s == '=' || *s == '\\' || (unsigned char)*s < 0x20 ||
+            (unsigned char)*s >= 0x7f)
+            return true;
     return false;
 }
 

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
+
 enum {
     WIRE_VARINT = 0,
     WIRE_64BIT = 1,
@@ -138,36 +140,13 @@ static bool wire_type_fits(const ProtobufCFieldDescriptor *f, unsigned wt)
     }
 }
 
-/* Length of the UTF-8 sequence at s (n bytes left, s[0] >= 0x80), 0 when
- * it is not one: no overlong forms, surrogates or code points above
- * U+10FFFF. */
-static size_t utf8_sequence_len(const uint8_t *s, size_t n)
-{
-    static const struct {
-        uint8_t first_lo, first_hi, second_lo, second_hi, len;
-    } forms[] = {
-        {0xc2, 0xdf, 0x80, 0xbf, 2}, {0xe0, 0xe0, 0xa0, 0xbf, 3}, {0xe1, 0xec, 0x80, 0xbf, 3},
-        {0xed, 0xed, 0x80, 0x9f, 3}, {0xee, 0xef, 0x80, 0xbf, 3}, {0xf0, 0xf0, 0x90, 0xbf, 4},
-        {0xf1, 0xf3, 0x80, 0xbf, 4}, {0xf4, 0xf4, 0x80, 0x8f, 4},
-    };
-    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
-        if (s[0] < forms[f].first_lo || s[0] > forms[f].first_hi) continue;
-        size_t len = forms[f].len;
-        if (n < len || s[1] < forms[f].second_lo || s[1] > forms[f].second_hi) return 0;
-        for (size_t k = 2; k < len; k++)
-            if ((s[k] & 0xc0) != 0x80) return 0;
-        return len;
-    }
-    return 0;
-}
-
 static lms_status check_text(walk *w, const uint8_t *s, size_t n)
 {
     for (size_t i = 0; i < n;) {
         if (s[i] == 0)
             return lms_fail(w->err, LMS_ERR_INVALID_ARGUMENT, "nul_in_text", w->path,
                             "%s: a NUL byte at byte %zu; texts cannot contain U+0000", w->path, i);
-        size_t len = s[i] < 0x80 ? 1 : utf8_sequence_len(s + i, n - i);
+        size_t len = utf8_sequence_len(s + i, n - i);
         if (len == 0)
             return lms_fail(w->err, LMS_ERR_INVALID_ARGUMENT, "invalid_utf8", w->path,
                             "%s: not valid UTF-8 at byte %zu", w->path, i);

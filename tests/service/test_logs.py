@@ -8,6 +8,7 @@ traceparent headers, X-Request-Id answered).
 """
 import json
 import re
+import socket
 
 import grpc
 import pytest
@@ -211,3 +212,35 @@ def test_http_calls_carry_request_ids_and_trace_ids(daemon):
     assert conn.getresponse().status == 200
     conn.close()
     assert "trace_id" not in finished(daemon, "http-twice")
+
+
+def raw_path_request(port, path):
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+        s.sendall(b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nX-Request-Id: %s\r\n"
+                  b"Content-Length: 2\r\nConnection: close\r\n\r\n{}" % path[-6:].hex().encode())
+        while s.recv(65536):
+            pass
+    return path[-6:].hex()
+
+
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_bytes_that_are_not_utf8_are_escaped(daemon, log_format):
+    """A client's path with bytes that are not UTF-8 (no key is needed to
+    send one) reaches the log escaped as \\xHH: every line stays valid
+    UTF-8, and JSON, with the bytes still readable."""
+    d = daemon if log_format == "json" else Daemon("--log-level", "debug",
+                                                   "--http-listen", "127.0.0.1:0")
+    try:
+        api = Http(d)
+        request_id = raw_path_request(api.port, b"/v1/\xff\xfe\xc3(abc")
+        line = d.wait_for_log(r"call finished.*%s" % request_id, 30)
+        assert "\ufffd" not in d.log()  # the harness decodes with errors="replace"
+        if log_format == "json":
+            for text in d.log().splitlines():
+                json.loads(text)
+            assert json.loads(line)["method"] == "POST /v1/\\xff\\xfe\\xc3(abc", line
+        else:
+            assert 'method="POST /v1/\\xff\\xfe\\xc3(abc"' in line, line
+    finally:
+        if d is not daemon:
+            d.stop()
