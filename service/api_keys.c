@@ -33,8 +33,10 @@ static bool digest(const char *text, size_t len, uint8_t out[DIGEST_BYTES])
 static bool is_bearer_token(const char *s, size_t len)
 {
     size_t i = 0;
-    while (i < len && (('a' <= (s[i] | 0x20) && (s[i] | 0x20) <= 'z') ||
-                       ('0' <= s[i] && s[i] <= '9') || strchr("-._~+/", s[i])))
+    /* s[i] first: strchr finds the terminator, so NUL would pass */
+    while (i < len && s[i] &&
+           (('a' <= (s[i] | 0x20) && (s[i] | 0x20) <= 'z') || ('0' <= s[i] && s[i] <= '9') ||
+            strchr("-._~+/", s[i])))
         i++;
     if (i == 0) return false;
     while (i < len && s[i] == '=')
@@ -106,10 +108,16 @@ size_t api_keys_count(const api_keys *k)
     return k ? k->n : 0;
 }
 
-bool api_keys_check(const api_keys *k, const char *authorization, size_t len, rpc_status *st)
+bool api_keys_check(const api_keys *k, const char *authorization, size_t len, size_t n,
+                    rpc_status *st)
 {
     if (!k) return true;
-    if (!authorization) {
+    if (n > 1) {
+        rpc_status_set(st, GRPC_STATUS_UNAUTHENTICATED, "invalid_api_key", NULL,
+                       "the call carries %zu authorization headers; send one", n);
+        return false;
+    }
+    if (!authorization || n == 0) {
         rpc_status_set(st, GRPC_STATUS_UNAUTHENTICATED, "missing_api_key", NULL,
                        "this server needs an API key: send the header "
                        "\"authorization: Bearer KEY\"");

@@ -25,12 +25,16 @@ lms_status api_keys_load(const char *path, api_keys **out, lms_error *err);
 void api_keys_free(api_keys *k);
 size_t api_keys_count(const api_keys *k);
 
-/* Checks the value of an authorization header (len bytes; NULL when the
- * call carries none). True when k is NULL (no keys: every call may) or the
- * value is "Bearer KEY" (the scheme in any case) with one of the keys;
- * otherwise fills st: UNAUTHENTICATED with reason missing_api_key (no
- * header) or invalid_api_key. Takes the same time whichever key matches,
- * and whether one does. */
-bool api_keys_check(const api_keys *k, const char *authorization, size_t len, rpc_status *st);
+/* Checks the authorization header of a call that carries n of them, the
+ * first one's value given (len bytes, all of them: a NUL inside is part of
+ * the value, never its end; NULL when n is 0). True when k is NULL (no
+ * keys: every call may) or the call has exactly one and its value is
+ * "Bearer KEY" (the scheme in any case) with one of the keys; otherwise
+ * fills st: UNAUTHENTICATED with reason missing_api_key (none) or
+ * invalid_api_key (a wrong key, or several headers: which one a server
+ * reads is every proxy's own guess, so none counts). Takes the same time
+ * whichever key matches, and whether one does. */
+bool api_keys_check(const api_keys *k, const char *authorization, size_t len, size_t n,
+                    rpc_status *st);
 
 #endif

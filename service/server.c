@@ -84,16 +84,16 @@ static bool authorized(const server *s, const call_handler *h, const grpc_metada
 {
     static const char header[] = "authorization"; /* gRPC keys are lower case */
     if (!s->keys || (h && h->open)) return true;
+    const grpc_slice *first = NULL;
+    size_t n = 0;
     for (size_t i = 0; i < md->count; i++) {
         const grpc_slice *key = &md->metadata[i].key;
         if (GRPC_SLICE_LENGTH(*key) == sizeof header - 1 &&
-            memcmp(GRPC_SLICE_START_PTR(*key), header, sizeof header - 1) == 0) {
-            const grpc_slice *value = &md->metadata[i].value;
-            return api_keys_check(s->keys, (const char *)GRPC_SLICE_START_PTR(*value),
-                                  GRPC_SLICE_LENGTH(*value), st);
-        }
+            memcmp(GRPC_SLICE_START_PTR(*key), header, sizeof header - 1) == 0 && n++ == 0)
+            first = &md->metadata[i].value;
     }
-    return api_keys_check(s->keys, NULL, 0, st);
+    return api_keys_check(s->keys, first ? (const char *)GRPC_SLICE_START_PTR(*first) : NULL,
+                          first ? GRPC_SLICE_LENGTH(*first) : 0, n, st);
 }
 
 static void on_accept(cq_tag *tag, bool ok)

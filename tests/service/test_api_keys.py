@@ -6,6 +6,7 @@ stays open; the CLI and the Python client send a key from --api-key-file,
 api_key= or $LMSCORE_API_KEY; no key ever reaches the log; a bad key file
 stops the daemon before it listens.
 """
+import json
 import os
 import socket
 import subprocess
@@ -224,11 +225,40 @@ def test_no_key_in_the_log(daemon):
         assert key not in log
 
 
+def test_two_authorization_headers_are_refused(daemon):
+    """Two authorization values, right then wrong or right twice, are
+    refused on both protocols: which one a server reads is every proxy's
+    own guess, so neither counts."""
+    with daemon.channel() as ch:
+        stub = score_pb2_grpc.ScoreServiceStub(ch)
+        for second in (KEYS[0], "wrong-key"):
+            expect_unauthenticated(
+                lambda: stub.Score(score_request(), timeout=60,
+                                   metadata=bearer(KEYS[0]) + bearer(second)),
+                "invalid_api_key")
+        stub.Score(score_request(), timeout=60, metadata=bearer(KEYS[0]))
+    api = Http(daemon)
+    body = b'{"query": [1], "items": [[2]], "label_token_ids": [3]}'
+    for second in (KEYS[0], "wrong-key"):
+        with socket.create_connection(("127.0.0.1", api.port), timeout=60) as s:
+            s.sendall(b"POST /v1/score HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                      b"Authorization: Bearer %s\r\nAuthorization: Bearer %s\r\n"
+                      b"Content-Length: %d\r\n\r\n%s"
+                      % (KEYS[0].encode(), second.encode(), len(body), body))
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+        head, _, got = data.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 401 "), data
+        assert http_error(json.loads(got)) == ("invalid_api_key", None), got
+
+
 @pytest.mark.parametrize("content,message", [
     ("", "holds no key"),
     ("# nothing but comments\n\n", "holds no key"),
     ("good-key\nbad key with spaces\n", "line 2 is not a bearer token"),
     ("good-key\nbad\x01key\n", "line 2 is not a bearer token"),
+    ("good-key\nabc\x00def\n", "line 2 is not a bearer token"),
 ])
 def test_bad_key_files(tmp_path, content, message):
     path = tmp_path / "keys"
@@ -241,4 +271,17 @@ def test_bad_key_files(tmp_path, content, message):
     r = subprocess.run([LMSCORED, "--model", MODEL, "--listen", "127.0.0.1:0",
                         "--api-key-file", str(tmp_path / "missing")],
                        capture_output=True, text=True, timeout=120)
-    assert r.returncode == 1 and "cannot open it" in r.stderr, r.stderr
+    assert r.returncode == 1 and "No such file or directory" in r.stderr, r.stderr
+
+
+def test_a_key_file_that_is_no_regular_file_is_refused_at_once(tmp_path):
+    """A FIFO (or a directory) as --api-key-file is refused before the
+    daemon opens anything that could block: it exits at once, not waiting
+    for a writer."""
+    fifo = tmp_path / "keys"
+    os.mkfifo(fifo)
+    for path in (fifo, tmp_path):
+        r = subprocess.run([LMSCORED, "--model", MODEL, "--listen", "127.0.0.1:0",
+                            "--api-key-file", str(path)], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 1 and "not a regular file" in r.stderr, r.stderr
