@@ -60,6 +60,7 @@ typedef struct {
     size_t len, cap;
     int64_t reserved; /* of srv->receiving */
     int wake_fd;      /* written once the call has ended */
+    bool close;       /* the answer closes the connection: the framing is in doubt */
 
     pthread_mutex_t mu; /* guards the answer */
     bool ended;
@@ -207,34 +208,68 @@ static void receive(exchange *ex, const char *data, size_t n)
     ex->len += n;
 }
 
-/* The headers a request context is made of: the first x-request-id, and
- * the traceparent when there is exactly one (several are ambiguous), as
- * the gRPC call layer reads its metadata. */
+/* What the handler reads of the request's headers, with their lengths: the
+ * first x-request-id, the traceparent when there is exactly one
+ * (several are ambiguous), as the gRPC call layer reads its metadata; the
+ * authorization values; and what RFC 9112 says must be refused. */
 typedef struct {
-    const char *request_id, *traceparent;
-    int traceparents;
-} context_headers;
+    const char *request_id, *traceparent, *authorization, *content_type;
+    size_t request_id_len, traceparent_len, authorization_len;
+    size_t traceparents, authorizations, content_lengths, transfer_encodings;
+} request_headers;
 
-static enum MHD_Result read_context_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                           const char *value)
+static enum MHD_Result read_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   size_t key_size, const char *value, size_t value_size)
 {
-    context_headers *h = cls;
+    request_headers *h = cls;
     (void)kind;
+    (void)key_size;
     if (!value) return MHD_YES;
-    if (!h->request_id && strcasecmp(key, REQUEST_ID_HEADER) == 0)
-        h->request_id = value;
-    else if (strcasecmp(key, TRACEPARENT_HEADER) == 0 && h->traceparents++ == 0)
-        h->traceparent = value;
+    if (strcasecmp(key, REQUEST_ID_HEADER) == 0) {
+        if (!h->request_id) h->request_id = value, h->request_id_len = value_size;
+    } else if (strcasecmp(key, TRACEPARENT_HEADER) == 0) {
+        if (h->traceparents++ == 0) h->traceparent = value, h->traceparent_len = value_size;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_AUTHORIZATION) == 0) {
+        if (h->authorizations++ == 0) h->authorization = value, h->authorization_len = value_size;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+        h->content_lengths++;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+        h->transfer_encodings++;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_TYPE) == 0) {
+        if (!h->content_type) h->content_type = value;
+    }
     return MHD_YES;
 }
 
-static void read_context(struct MHD_Connection *conn, request_context *ctx)
+/* A framing that RFC 9112 (6.1, 6.3) says to refuse: several
+ * Content-Length headers, Content-Length beside Transfer-Encoding (the
+ * ground of request smuggling), a transfer coding other than chunked
+ * alone. The message says which; NULL when the framing is sound. */
+static const char *framing_refused(struct MHD_Connection *conn, const request_headers *h)
 {
-    context_headers h = {0};
-    MHD_get_connection_values(conn, MHD_HEADER_KIND, read_context_header, &h);
-    if (h.traceparents > 1) h.traceparent = NULL;
-    request_context_init(ctx, h.request_id, h.request_id ? strlen(h.request_id) : 0, h.traceparent,
-                         h.traceparent ? strlen(h.traceparent) : 0);
+    if (h->content_lengths > 1) return "the request has several Content-Length headers";
+    if (h->content_lengths && h->transfer_encodings)
+        return "the request has both Content-Length and Transfer-Encoding";
+    if (h->transfer_encodings > 1) return "the request has several Transfer-Encoding headers";
+    if (h->transfer_encodings) {
+        const char *te =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+        if (!te || strcasecmp(te, "chunked") != 0)
+            return "the only transfer coding served is chunked";
+    }
+    return NULL;
+}
+
+/* application/json, with any parameters (charset=utf-8) */
+static bool is_json(const char *content_type)
+{
+    static const char json[] = "application/json";
+    size_t n = sizeof json - 1;
+    if (strncasecmp(content_type, json, n) != 0) return false;
+    const char *rest = content_type + n;
+    while (*rest == ' ' || *rest == '\t')
+        rest++;
+    return *rest == '\0' || *rest == ';';
 }
 
 static const http_endpoint *find_endpoint(const http_server *s, const char *path)
@@ -255,7 +290,11 @@ static exchange *begin(http_server *s, struct MHD_Connection *conn, const char *
     ex->ep = find_endpoint(s, url);
     ex->wake_fd = eventfd(0, EFD_CLOEXEC);
     pthread_mutex_init(&ex->mu, NULL);
-    read_context(conn, &ex->context);
+    request_headers h = {0};
+    MHD_get_connection_values_n(conn, MHD_HEADER_KIND, read_header, &h);
+    request_context_init(&ex->context, h.request_id, h.request_id_len,
+                         h.traceparents == 1 ? h.traceparent : NULL,
+                         h.traceparents == 1 ? h.traceparent_len : 0);
     char name[128];
     snprintf(name, sizeof name, "%s %s", method, url);
     call_sink sink = {.on_end = on_end, .ctx = ex};
@@ -269,11 +308,17 @@ static exchange *begin(http_server *s, struct MHD_Connection *conn, const char *
         return NULL;
     }
     rpc_status st;
-    const char *auth =
-        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     const char *length =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (!api_keys_check(s->opt.keys, auth, auth ? strlen(auth) : 0, &st)) {
+    const char *framing = framing_refused(conn, &h);
+    if (framing) {
+        /* where this request ends is in doubt: answer it and read no more */
+        ex->close = true;
+        rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "malformed_request", NULL,
+                       "%s (RFC 9112)", framing);
+        call_finish(ex->c, &st);
+    } else if (!api_keys_check(s->opt.keys, h.authorization, h.authorization_len, h.authorizations,
+                               &st)) {
         call_finish(ex->c, &st);
     } else if (!ex->ep) {
         /* the path is the client's bytes: not echoed */
@@ -287,6 +332,11 @@ static exchange *begin(http_server *s, struct MHD_Connection *conn, const char *
     } else if (strcmp(method, MHD_HTTP_METHOD_POST) != 0) {
         rpc_status_set(&st, GRPC_STATUS_UNIMPLEMENTED, "method_not_allowed", NULL,
                        "%s takes POST, not %.16s", ex->ep->path, method);
+        call_finish(ex->c, &st);
+    } else if (h.content_type && !is_json(h.content_type)) {
+        rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "unsupported_media_type", NULL,
+                       "%s takes a JSON body: Content-Type application/json (or none)",
+                       ex->ep->path);
         call_finish(ex->c, &st);
     } else if (length) {
         expect_body(ex, length);
@@ -348,6 +398,11 @@ static enum MHD_Result answer(struct MHD_Connection *conn, exchange *ex)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, MHD_HTTP_METHOD_POST);
     if (status == MHD_HTTP_TOO_MANY_REQUESTS || status == MHD_HTTP_SERVICE_UNAVAILABLE)
         MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    /* a server that is draining or not ready closes the connection after
+     * its 503, so that no client sends the next request on it; a request
+     * whose framing is in doubt ends its connection too */
+    if (ex->close || status == MHD_HTTP_SERVICE_UNAVAILABLE)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(conn, status, r);
     MHD_destroy_response(r);
     return ret;

@@ -14,6 +14,8 @@ unsigned http_status_of(const rpc_status *st)
     case GRPC_STATUS_OK:
         return 200;
     case GRPC_STATUS_INVALID_ARGUMENT:
+        if (strcmp(st->reason, "unsupported_media_type") == 0) return 415;
+        return 400;
     case GRPC_STATUS_FAILED_PRECONDITION:
     case GRPC_STATUS_OUT_OF_RANGE:
         return 400;

@@ -391,6 +391,65 @@ def test_not_served(small):
     assert http_error(got) == ("method_not_allowed", None)
 
 
+SMUGGLING = {
+    "repeated_content_length": b"Content-Length: %d\r\nContent-Length: 5\r\n",
+    "content_length_and_chunked": b"Content-Length: %d\r\nTransfer-Encoding: chunked\r\n",
+    "unknown_transfer_coding": b"Transfer-Encoding: gzip, chunked\r\nX-Length: %d\r\n",
+    "identity_transfer_coding": b"Transfer-Encoding: identity\r\nX-Length: %d\r\n",
+}
+
+
+@pytest.mark.parametrize("case", list(SMUGGLING))
+def test_ambiguous_framing_is_refused_and_the_connection_closed(small, case):
+    """RFC 9112: several Content-Length headers, Content-Length beside
+    Transfer-Encoding, or a coding other than chunked leave where the
+    request ends in doubt; the answer is 400 malformed_request as JSON, and
+    the connection closes after it, so that no rest of the body is read as
+    a request of its own."""
+    api = small[0]
+    body = b'{"query": [1], "items": [[2]], "label_token_ids": [3]}'
+    second = b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (
+        len(body), body)
+    head = (b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+            SMUGGLING[case] % len(body) + b"\r\n")
+    s = raw_request(api.port, head + body + second, timeout=30)
+    try:
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    finally:
+        s.close()
+    assert data.count(b"HTTP/1.1 ") == 1, data  # one answer, then the close
+    head, _, got = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ") and b"Connection: close" in head, data
+    assert http_error(json.loads(got)) == ("malformed_request", None), got
+    assert b"RFC 9112" in got
+
+
+def test_only_json_bodies_are_read(small):
+    """A Content-Type other than JSON is refused 415 (the message says what
+    is taken); application/json with parameters, or none, is read."""
+    api = small[0]
+    body = {"query": [1], "items": [[2]], "label_token_ids": [3]}
+    for content_type in ("text/plain", "application/x-www-form-urlencoded",
+                         "application/jsonx"):
+        status, _, got = api.score(body, headers={"Content-Type": content_type})
+        assert status == 415 and http_error(got) == ("unsupported_media_type", None), got
+        assert "application/json" in got["error"]["message"]
+    for content_type in ("application/json; charset=utf-8", "Application/JSON"):
+        status, _, got = api.score(body, headers={"Content-Type": content_type})
+        assert status == 200, got
+    conn = api.connection()
+    try:
+        conn.putrequest("POST", "/v1/score", skip_accept_encoding=True)
+        data = json.dumps(body).encode()
+        conn.putheader("Content-Length", str(len(data)))
+        conn.endheaders(data)
+        assert conn.getresponse().status == 200
+    finally:
+        conn.close()
+
+
 def test_size_limits(small):
     api = small[0]
     status, _, got = api.score(b" " * 5000)
@@ -459,8 +518,11 @@ def test_queue_loading_and_drain():
         d.wait_jobs(1)
         d.proc.send_signal(signal.SIGTERM)
         d.wait_for_log(r"signal received: draining", 60)
-        status, _, got = api.score(body)
+        status, headers, got = api.score(body)
         assert status == 503 and http_error(got) == ("draining", None), got
+        # no client sends its next request on a connection of a server
+        # that is going away
+        assert headers["Connection"] == "close", headers
         t.join(120)
         assert running and running[0][0] == 200, running
         assert d.stop() == 0
