@@ -50,9 +50,12 @@ def x86_64_v3():
     return {"avx2", "fma", "f16c"} <= set(flags)
 
 
-@pytest.fixture(scope="module", params=list(CONFIGS))
+@pytest.fixture(scope="module", params=[
+    name if config["precision"] == "f32" else pytest.param(name, marks=pytest.mark.machine)
+    for name, config in CONFIGS.items()])
 def served(request):
-    """(config name, config, daemon) for each daemon in CONFIGS."""
+    """(config name, config, daemon) for each daemon in CONFIGS; those of
+    another precision than f32 need x86-64-v3 (the machine mark)."""
     config = CONFIGS[request.param]
     if config["precision"] != "f32" and not x86_64_v3():
         pytest.skip("the CPU lacks AVX2, FMA or F16C: every precision runs as f32")
@@ -155,6 +158,7 @@ def test_a_bad_value_is_a_startup_error(args, env, message):
     assert "listening" not in out.stderr
 
 
+@pytest.mark.machine
 def test_a_tier_the_cpu_cannot_run_stops_the_start():
     flags = open("/proc/cpuinfo").read().split("flags", 2)[1].split("\n")[0].split()
     if "avx512f" in flags:

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "case_fixture.h"
 #include "score_fixture.h"
 #include "tier_fixture.h"
 
@@ -98,7 +99,7 @@ static fixture_request accuracy_request(bool item_first)
 static void test_accuracy_gates(void **state)
 {
     (void)state;
-    if (!tier_has(tier, LMS_PRECISION_BF16)) skip();
+    if (!tier_has(tier, LMS_PRECISION_BF16)) fixture_skip("this tier has no 16-bit kernels");
     const struct {
         const char *model;
         lms_precision precision;
@@ -172,10 +173,10 @@ static void test_tiers_give_the_same_bits(void **state)
             lms_engine_close(b_engine);
         }
     }
-    if (!compared) skip(); /* no other tier runs here */
+    if (!compared) fixture_skip("no other tier runs on this CPU");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const compute_tier *found[FIXTURE_MAX_TIERS];
     if (fixture_tiers(found) != 1) {
@@ -186,8 +187,10 @@ int main(void)
     tier = found[0];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_auto_keeps_the_stored_precision),
+    };
+    const struct CMUnitTest alone[] = {
         cmocka_unit_test(test_accuracy_gates),
         cmocka_unit_test(test_tiers_give_the_same_bits),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return fixture_run(argc, argv, tests, alone);
 }

@@ -49,12 +49,17 @@ static lms_algorithm pick(int32_t q, int32_t n, int32_t l, bool cached, int32_t 
 
 /* One pass beats two while the items fit one pack; the query once beats a
  * query per pack. On (a), (c) and (d) these are the algorithms make bench
- * measured fastest or within 2 % of it (docs/benchmarks.md). */
+ * measured fastest or within 2 % of it (docs/benchmarks.md). On (b) the
+ * cost model's estimates for packed_segment and prefill_extend are within
+ * 1 % of each other and make bench measured them within 5 % (76.3 s and
+ * 72.9 s), one first in one run and the other in the next: either is the
+ * right choice, within that margin, and nothing else is. */
 static void test_benchmark_workloads(void **state)
 {
     (void)state;
     assert_int_equal(pick(300, 10, 20, false, 8192), LMS_ALGO_PACKED_SEGMENT); /* (a) */
-    /* (b) is left out: two runs disagreed on its best algorithm */
+    const lms_algorithm b = pick(2000, 64, 20, false, 8192);
+    assert_true(b == LMS_ALGO_PACKED_SEGMENT || b == LMS_ALGO_PREFILL_EXTEND);   /* (b) */
     assert_int_equal(pick(2000, 500, 20, false, 8192), LMS_ALGO_PREFILL_EXTEND); /* (c) */
     assert_int_equal(pick(100, 10, 500, false, 8192), LMS_ALGO_PACKED_SEGMENT);  /* (d) */
 }
