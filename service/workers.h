@@ -24,8 +24,8 @@ typedef struct worker_job {
 
 typedef struct worker_pool worker_pool;
 
-/* Each worker computes with threads_per_worker OpenMP threads (which
- * OpenBLAS follows too). */
+/* Each worker computes with threads_per_worker OpenMP threads (the
+ * engine's loops and its kernels' tiles alike). */
 lms_status worker_pool_start(int n_workers, int threads_per_worker, int queue_depth,
                              worker_pool **out, lms_error *err);
 /* Queues job; false when queue_depth jobs already wait or the pool stops. */

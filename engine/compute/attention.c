@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "attention_plan.h"
+#include "model.h"
 #include "vec.h"
 
 typedef struct {
@@ -48,7 +49,7 @@ static void pack_kv(const attn_plan *p, const attn_io *io, int32_t g, int32_t pa
     const int32_t hd = p->geo.head_dim, c = p->cached, n = c + p->n_rows;
     const size_t n_keys = (size_t)p->key_panels * 32, first = (size_t)g * p->value_panels;
     const size_t kt0 = ((size_t)g * p->key_panels + panel) * hd * 32;
-    uint16_t k16[1024], v16[1024]; /* head_dim <= 1024 (engine.c) */
+    uint16_t k16[LMS_MAX_HEAD_DIM], v16[LMS_MAX_HEAD_DIM];
     for (int32_t j = 0; j < 32; j++) {
         const int32_t key = panel * 32 + j;
         const size_t at = (size_t)(key < c ? key : key - c) * io->kv_stride + (size_t)g * hd;

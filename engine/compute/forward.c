@@ -8,8 +8,8 @@
  *   score rows: rmsnorm → LM head → log-softmax → label columns (lm_head.c)
  *
  * Every projection is one tiled product over all rows of the batch
- * (matmul.h). The per-row loops run under OpenMP; OpenBLAS (OpenMP flavour)
- * shares the same pool.
+ * (matmul.h). The per-row loops and the products' tiles run under OpenMP:
+ * one thread pool, no BLAS.
  */
 #include "forward.h"
 
@@ -71,7 +71,7 @@ static void norm_and_rope(const vec_kernels *vec, const lms_model_config *c, flo
     const int32_t hd = c->head_dim, half = hd / 2;
 #pragma omp parallel for PARALLEL_IF(rows, heads *hd * 4)
     for (int32_t r = 0; r < rows; r++) {
-        float angle_cos[512], angle_sin[512]; /* head_dim <= 1024 checked at open */
+        float angle_cos[LMS_MAX_HEAD_DIM / 2], angle_sin[LMS_MAX_HEAD_DIM / 2];
         float p = (float)pos[r] / c->rope_scale_linear;
         for (int32_t i = 0; i < half; i++) {
             double a = (double)p * inv_freq[i];
@@ -127,7 +127,7 @@ lms_status forward_run(const lms_model *m, const model_weights *mw, const forwar
     float *up = lms_alloc((size_t)t * ff * sizeof(float));
     const int32_t widest = ff > qd ? (ff > d ? ff : d) : (qd > d ? qd : d);
     matmul_scratch *scratch = matmul_scratch_create(t, widest);
-    float inv_freq[512];
+    float inv_freq[LMS_MAX_HEAD_DIM / 2];
     if (!x || !h || !q || !att || !k || !v || !gate || !up || !scratch) {
         st = lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for a %d-row forward pass", t);
         goto out;

@@ -25,6 +25,12 @@
 #include "dtype.h"
 #include "lmscore.h"
 
+/* The widest attention head the engine computes: forward.c's RoPE tables
+ * and attention.c's 16-bit K/V rows are stack arrays of this size. A model
+ * with a wider head is refused at load (model_bind.c), before its weights
+ * are packed. */
+#define LMS_MAX_HEAD_DIM 1024
+
 typedef enum {
     LMS_ARCH_LLAMA = 1,
     LMS_ARCH_QWEN2 = 2, /* llama + bias on q/k/v */

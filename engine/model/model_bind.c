@@ -84,6 +84,9 @@ static lms_status check_config(const lms_model_config *c, lms_error *err)
     if (c->head_dim % 2 != 0)
         return lms_fail(err, LMS_ERR_FORMAT, NULL, NULL, "head_dim %d is odd; RoPE needs pairs",
                         c->head_dim);
+    if (c->head_dim > LMS_MAX_HEAD_DIM)
+        return lms_fail(err, LMS_ERR_UNSUPPORTED, NULL, NULL, "head_dim %d: must be at most %d",
+                        c->head_dim, LMS_MAX_HEAD_DIM);
     if ((int64_t)c->n_heads * c->head_dim > INT32_MAX)
         return lms_fail(err, LMS_ERR_FORMAT, NULL, NULL, "n_heads %d x head_dim %d is too large",
                         c->n_heads, c->head_dim);

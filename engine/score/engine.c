@@ -1,6 +1,6 @@
 /*
- * engine.c — opening and closing an engine: the model, its tokenizer, the
- * options, the BLAS row-period probe and the prefix cache.
+ * engine.c — opening and closing an engine: the compute tier, the model and
+ * its packed weights, its tokenizer, the options and the prefix cache.
  */
 #include "engine_internal.h"
 
@@ -63,9 +63,6 @@ static lms_status check_options(const lms_engine_options *o, const lms_model_con
         return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "token_id_exceeds_vocab", "delimiter",
                         "delimiter %d is outside the vocabulary (%d tokens)", o->delimiter,
                         c->vocab_size);
-    if (c->head_dim > 1024 || c->head_dim % 2)
-        return lms_fail(err, LMS_ERR_UNSUPPORTED, NULL, NULL,
-                        "head_dim %d: must be even and at most 1024", c->head_dim);
     return LMS_OK;
 }
 
