@@ -9,7 +9,7 @@
 
 #include "http_call.h"
 #include "json_request.h"
-#include "rpc_score.h"
+#include "score_call.h"
 
 static void state_free(void *state)
 {
@@ -49,7 +49,7 @@ static void on_body(call *c, const char *body, size_t len)
         return;
     }
     if (!rr->return_documents) rerank_request_drop_documents(rr); /* the answer has none */
-    rpc_score_submit(h->svc, c, engine, req);
+    score_call_submit(h->svc, c, engine, req, NULL);
 }
 
 typedef struct {

@@ -9,7 +9,7 @@
 
 #include "http_call.h"
 #include "json_request.h"
-#include "rpc_score.h"
+#include "score_call.h"
 
 /* What the answer needs of the request. */
 typedef struct {
@@ -41,7 +41,7 @@ static void on_body(call *c, const char *body, size_t len)
     }
     state->return_logprobs = req->return_logprobs;
     call_set_state(c, state);
-    rpc_score_submit(h->svc, c, engine, req);
+    score_call_submit(h->svc, c, engine, req, NULL);
 }
 
 /* "name": [[...] per item] of the items' scores or logprobs. */

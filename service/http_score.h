@@ -1,7 +1,8 @@
 /*
  * http_score.h — POST /v1/score: the seeds' Score API (RFC-000) over HTTP.
- * The JSON request becomes a ScoreRequest (json_request.h) that goes the
- * way of a gRPC Score call, and its ScoreResponse becomes the seeds'
+ * The JSON request becomes a ScoreRequest (json_request.h) that the
+ * scoring call scores as it does a gRPC Score's (score_call.h), and its
+ * ScoreResponse becomes the seeds'
  * answer: {"object": "scoring", "model", "scores": [[...]], "usage",
  * "created"}, plus lmscore's own fields under their proto names
  * (label_token_ids, logprobs when asked for, algorithm, algorithm_reason,
