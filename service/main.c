@@ -38,24 +38,12 @@ void __sanitizer_purge_allocator(void);
 #include <time.h>
 #include <unistd.h>
 
-#include "api_keys.h"
+#include "api.h"
+#include "base.h"
 #include "clock.h"
-#include "config.h"
-#include "cpus.h"
-#include "descriptors.h"
-#include "health.h"
-#include "http_api.h"
-#include "log.h"
-#include "metrics.h"
-#include "metrics_http.h"
-#include "reflection.h"
-#include "rpc_info.h"
-#include "rpc_score.h"
-#include "server.h"
-#include "service.h"
-#include "signals.h"
-#include "systemd.h"
-#include "test_hooks.h"
+#include "core.h"
+#include "ops.h"
+#include "transport.h"
 
 static void sleep_ms(int64_t ms)
 {

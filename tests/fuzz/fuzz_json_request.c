@@ -1,8 +1,8 @@
 /*
  * fuzz_json_request.c — libFuzzer target for the HTTP API's JSON reading
- * (service/json_reader.c, json_request.c). The first input byte picks what
- * the rest is read as: a /v1/score body, a /v1/rerank body, or any JSON
- * text. Properties, each a crash when broken:
+ * (service/transport/json_reader.c, service/api/json_request.c). The first
+ * input byte picks what the rest is read as: a /v1/score body, a /v1/rerank
+ * body, or any JSON text. Properties, each a crash when broken:
  *
  * - a body read as a request decodes within its budget (a small one, so
  *   that running out of it is exercised too), and every string it yields

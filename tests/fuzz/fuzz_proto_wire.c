@@ -1,6 +1,6 @@
 /*
  * fuzz_proto_wire.c — libFuzzer target for the daemon's wire-format check
- * (service/proto_wire.c) on every request message the daemon decodes. The
+ * (service/transport/proto_wire.c) on every request message the daemon decodes. The
  * first input byte picks the message, the rest is the message. When the
  * check accepts the bytes:
  *

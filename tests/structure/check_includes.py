@@ -10,8 +10,18 @@
        score     compute, tokenizer, model, core, include
    tokenizer and compute are side by side: neither includes the other.
 2. service/, tools/ and clients/ include no engine header but lmscore.h.
-3. No include cycle among the project's own headers.
-4. A quoted include names exactly one project file, so that the rules above
+3. The daemon's folders (service/) include only what is below them:
+       base      (nothing of the daemon's)
+       transport base
+       core      transport, base
+       api       core, transport, base
+       ops       core, transport, base
+   main.c, the only file outside them, includes any. Each folder has a main
+   header, <folder>.h, opening with a comment that says what it owns. In
+   api/ a door's handlers include no other door's: no http_* file includes
+   an rpc_* header, and no rpc_* file an http_* one.
+4. No include cycle among the project's own headers.
+5. A quoted include names exactly one project file, so that the rules above
    judge the header the compiler reads.
 
 Usage: check_includes.py [ROOT]   (ROOT: the source tree; default: this
@@ -31,6 +41,15 @@ LAYERS = {
     "compute": {"model", "core", "include"},
     "score": {"compute", "tokenizer", "model", "core", "include"},
 }
+SERVICE_LAYERS = {
+    "base": set(),
+    "transport": {"base"},
+    "core": {"transport", "base"},
+    "api": {"core", "transport", "base"},
+    "ops": {"core", "transport", "base"},
+}
+SERVICE_ROOT_FILES = {"main.c"}
+DOORS = ("http_", "rpc_")
 PUBLIC_ONLY = ("service", "tools", "clients")
 SKIPPED = {".git", "build", "build-test", "node_modules", "third_party"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -50,11 +69,11 @@ def includes(path):
         return INCLUDE.findall(f.read())
 
 
-def engine_headers(root):
-    """basename -> [paths] of the headers in the engine's layer folders."""
+def layer_headers(root, top, layers):
+    """basename -> [paths] of the headers in top's layer folders."""
     found = {}
-    for layer in LAYERS:
-        d = os.path.join(root, "engine", layer)
+    for layer in layers:
+        d = os.path.join(root, top, layer)
         if not os.path.isdir(d):
             continue
         for name in sorted(os.listdir(d)):
@@ -63,33 +82,77 @@ def engine_headers(root):
     return found
 
 
-def layer_of(root, path):
-    rel = os.path.relpath(path, os.path.join(root, "engine")).split(os.sep)
-    return rel[0] if len(rel) == 2 and rel[0] in LAYERS else None
+def layer_of(root, path, top="engine", layers=LAYERS):
+    rel = os.path.relpath(path, os.path.join(root, top)).split(os.sep)
+    return rel[0] if len(rel) == 2 and rel[0] in layers else None
 
 
-def resolve(path, name, headers):
+def resolve(path, name, *header_maps):
     """The file a quoted include reads: next to the includer first, then the
-    engine's folders (what lmscore_engine_internal puts on the path)."""
+    layer folders (what lmscore_engine_internal and lmscored_objects put on
+    the path), in the order given."""
     local = os.path.normpath(os.path.join(os.path.dirname(path), name))
     if os.path.isfile(local):
         return [local]
-    return headers.get(name, [])
+    for headers in header_maps:
+        if name in headers:
+            return headers[name]
+    return []
+
+
+def door_of(path):
+    base = os.path.basename(path)
+    return next((d for d in DOORS if base.startswith(d)), None)
+
+
+def check_service_file(root, path, target, name, problems):
+    """Rule 3 for one include of a file under service/."""
+    rel, trel = os.path.relpath(path, root), os.path.relpath(target, root)
+    src = layer_of(root, path, "service", SERVICE_LAYERS)
+    if src is None or not trel.startswith("service" + os.sep):
+        return
+    dst = layer_of(root, target, "service", SERVICE_LAYERS)
+    if dst is None:
+        problems.append(f"{rel}: includes \"{name}\" ({trel}) outside the layer folders")
+    elif dst != src and dst not in SERVICE_LAYERS[src]:
+        problems.append(f"{rel}: service folder {src} includes {trel} (folder {dst})")
+    elif door_of(path) and door_of(target) and door_of(path) != door_of(target):
+        problems.append(f"{rel}: a {door_of(path)}* handler includes another door's {trel}")
+
+
+def check_main_headers(root, problems):
+    """Each service folder's <folder>.h exists and opens with a comment."""
+    for layer in SERVICE_LAYERS:
+        d = os.path.join(root, "service", layer)
+        if not os.path.isdir(d):
+            continue
+        main = os.path.join(d, layer + ".h")
+        text = open(main, encoding="utf-8").read() if os.path.isfile(main) else ""
+        if not text.startswith("/*") or f"{layer}/ — " not in text.split("*/", 1)[0]:
+            problems.append(f"service/{layer}: no main header {layer}.h opening with a comment "
+                            f"\"{layer}/ — what it owns\"")
 
 
 def check(root):
     problems = []
-    headers = engine_headers(root)
-    for name, paths in headers.items():
-        if len(paths) > 1:
-            problems.append(f"engine: {name} exists in more than one layer: {paths}")
+    headers = layer_headers(root, "engine", LAYERS)
+    service = layer_headers(root, "service", SERVICE_LAYERS)
+    for top, found in (("engine", headers), ("service", service)):
+        for name, paths in found.items():
+            if len(paths) > 1:
+                problems.append(f"{top}: {name} exists in more than one layer: {paths}")
+    check_main_headers(root, problems)
 
     graph = {}
     for top in ("engine",) + PUBLIC_ONLY + ("bench", "tests"):
         for path in c_files(root, top):
             rel = os.path.relpath(path, root)
+            if top == "service" and layer_of(root, path, "service", SERVICE_LAYERS) is None:
+                if os.path.relpath(path, os.path.join(root, "service")) not in SERVICE_ROOT_FILES:
+                    problems.append(f"{rel}: outside the service's layer folders")
             for name in includes(path):
-                targets = resolve(path, name, headers)
+                maps = (service, headers) if top == "service" else (headers, service)
+                targets = resolve(path, name, *maps)
                 if not targets:
                     continue  # generated (protoc) or a system header spelt with quotes
                 target = targets[0]
@@ -104,6 +167,8 @@ def check(root):
                 elif top in PUBLIC_ONLY and trel.startswith("engine" + os.sep):
                     if trel != os.path.join("engine", "include", "lmscore.h"):
                         problems.append(f"{rel}: includes the engine-private {trel}; use lmscore.h")
+                if top == "service":
+                    check_service_file(root, path, target, name, problems)
 
     # Cycles: depth-first search over the include graph.
     state = {}
@@ -139,12 +204,29 @@ def self_test():
     cases = {
         "upward": {"engine/core/a.h": '#include "s.h"\n', "engine/score/s.h": ""},
         "sideways": {"engine/compute/c.h": '#include "t.h"\n', "engine/tokenizer/t.h": ""},
-        "private": {"service/x.c": '#include "a.h"\n', "engine/core/a.h": ""},
+        "private": {"service/base/x.c": '#include "a.h"\n', "engine/core/a.h": "",
+                    "service/base/base.h": "/* base/ — x */\n"},
+        "service_upward": {"service/base/base.h": '/* base/ — x */\n#include "service.h"\n',
+                           "service/core/core.h": "/* core/ — x */\n",
+                           "service/core/service.h": ""},
+        "service_sideways": {"service/ops/ops.h": '/* ops/ — x */\n#include "api.h"\n',
+                             "service/api/api.h": "/* api/ — x */\n"},
+        "service_door": {"service/api/api.h": "/* api/ — x */\n",
+                         "service/api/http_score.c": '#include "rpc_score.h"\n',
+                         "service/api/rpc_score.h": ""},
+        "service_loose": {"service/loose.c": ""},
+        "service_main_header": {"service/core/service.h": ""},
         "cycle": {"engine/model/m.h": '#include "n.h"\n', "engine/model/n.h": '#include "m.h"\n'},
         "duplicate": {"engine/core/d.h": "", "engine/model/d.h": ""},
     }
     clean = {"engine/include/lmscore.h": "", "engine/core/a.h": '#include "lmscore.h"\n',
-             "engine/score/s.h": '#include "a.h"\n', "service/x.c": '#include "lmscore.h"\n'}
+             "engine/score/s.h": '#include "a.h"\n',
+             "service/base/base.h": '/* base/ — x */\n#include "lmscore.h"\n',
+             "service/core/core.h": '/* core/ — x */\n#include "base.h"\n',
+             "service/api/api.h": '/* api/ — x */\n#include "core.h"\n#include "http_score.h"\n',
+             "service/api/http_score.h": '#include "score_call.h"\n',
+             "service/core/score_call.h": "",
+             "service/main.c": '#include "api.h"\n'}
     failed = False
     with tempfile.TemporaryDirectory() as tmp:
         for label, files in list(cases.items()) + [("clean", clean)]:

@@ -1,0 +1,24 @@
+/*
+ * api/ — the handlers of both doors. gRPC: lmscore.v1.ScoreService's
+ * scoring RPCs (rpc_score) and Tokenize and GetModelInfo (rpc_info),
+ * grpc.health.v1 (health), server reflection (reflection, over the
+ * descriptor pool of descriptors). HTTP: POST /v1/score (http_score) and
+ * POST /v1/rerank (http_rerank, rerank_profile), what every endpoint does
+ * around the shared path (http_call), the request bodies read from JSON
+ * (json_request), and the HTTP API as the daemon runs it (http_api).
+ *
+ * Includes: core/, transport/, base/. A door's handlers include no other
+ * door's: an HTTP file (http_*) includes no gRPC handler (rpc_*), and the
+ * other way round; what both need is core/'s (score_call.h).
+ */
+#ifndef LMSCORED_API_H
+#define LMSCORED_API_H
+
+#include "descriptors.h"
+#include "health.h"
+#include "http_api.h"
+#include "reflection.h"
+#include "rpc_info.h"
+#include "rpc_score.h"
+
+#endif
