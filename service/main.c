@@ -1,5 +1,8 @@
 /*
  * main.c — lmscored: configuration, startup order, signals and the drain.
+ * run() is the start-up and shut-down as named steps, in order:
+ * init_daemon, init_handlers, start_listeners, load_engine, serve (which
+ * drains), stop_serving, free_daemon.
  *
  * Startup: the server listens first and answers health NOT_SERVING while
  * the model loads (on its own thread); after the model is loaded and one
@@ -421,55 +424,105 @@ static int64_t drain(service *svc, int sig, health *h, server *srv, http_api *ht
     return deadline;
 }
 
-static int run(const lmscored_config *cfg)
-{
-    lms_error err = {0};
-    descriptor_pool *pool = NULL;
-    api_keys *keys = NULL;
-    http_api *http = NULL;
-    health *h = health_create();
-    service svc = {.cfg = cfg, .worker_threads = worker_threads(cfg)};
-    atomic_init(&svc.phase, PHASE_LOADING);
-    if (!h || (cfg->api_key_file[0] && api_keys_load(cfg->api_key_file, &keys, &err) != LMS_OK) ||
-        (cfg->http_listen[0] && http_api_create(cfg, &svc, keys, &http, &err) != LMS_OK) ||
-        descriptor_pool_load_served(&pool, &err) != LMS_OK ||
-        worker_pool_start(cfg->workers, svc.worker_threads, cfg->queue_depth, &svc.workers, &err) !=
-            LMS_OK) {
-        log_error("startup failed", &err);
-        if (pool) descriptor_pool_free(pool);
-        if (h) health_free(h);
-        http_api_free(http);
-        api_keys_free(keys);
-        return 1;
-    }
-    if (keys) {
-        log_record r;
-        log_begin(&r, LOG_INFO, "API keys required");
-        log_int(&r, "keys", (int64_t)api_keys_count(keys));
-        log_str(&r, "file", cfg->api_key_file);
-        log_end(&r);
-    }
+/* ---- start-up and shut-down as named steps (run) ---------------------------- */
 
+enum { N_GRPC_HANDLERS = 9 };
+
+/* The daemon: what start-up makes, in the order it makes it. */
+typedef struct {
+    const lmscored_config *cfg;
+    service svc;
+    health *health;
+    api_keys *keys;
+    http_api *http; /* NULL without --http-listen */
+    descriptor_pool *pool;
     rpc_score_handlers score;
     rpc_info_handlers info;
     reflection_handlers refl;
-    rpc_score_init(&score, &svc);
-    rpc_info_init(&info, &svc);
-    reflection_init(&refl, pool);
-    const call_handler *handlers[] = {
-        &score.score,         &score.score_stream,     &score.score_items,      &info.tokenize,
-        &info.get_model_info, health_check_handler(h), health_watch_handler(h), &refl.v1,
-        &refl.v1alpha};
-    enum { N_HANDLERS = sizeof handlers / sizeof handlers[0] };
-    /* the metrics count the HTTP endpoints' calls beside the gRPC methods' */
-    const char *paths[N_HANDLERS + HTTP_API_ENDPOINTS];
-    int n_paths = 0;
-    for (int i = 0; i < N_HANDLERS; i++)
-        paths[n_paths++] = handlers[i]->path;
-    for (size_t i = 0; http && i < HTTP_API_ENDPOINTS; i++)
-        paths[n_paths++] = http_api_handler(http, i)->path;
-    metrics_init(paths, n_paths);
+    const call_handler *handlers[N_GRPC_HANDLERS];
+    metrics_http *metrics; /* NULL without --metrics-listen */
+    server *srv;
+    lms_engine *engine;
+} lmscored;
 
+/* Step 1: what the daemon holds before it listens: health, the API keys,
+ * the HTTP API (not listening yet), the reflection descriptors and the
+ * worker pool. False (logged) when one cannot be made. */
+static bool init_daemon(lmscored *d, const lmscored_config *cfg)
+{
+    lms_error err = {0};
+    d->cfg = cfg;
+    d->svc.cfg = cfg;
+    d->svc.worker_threads = worker_threads(cfg);
+    atomic_init(&d->svc.phase, PHASE_LOADING);
+    d->health = health_create();
+    if (!d->health ||
+        (cfg->api_key_file[0] && api_keys_load(cfg->api_key_file, &d->keys, &err) != LMS_OK) ||
+        (cfg->http_listen[0] && http_api_create(cfg, &d->svc, d->keys, &d->http, &err) != LMS_OK) ||
+        descriptor_pool_load_served(&d->pool, &err) != LMS_OK ||
+        worker_pool_start(cfg->workers, d->svc.worker_threads, cfg->queue_depth, &d->svc.workers,
+                          &err) != LMS_OK) {
+        log_error("startup failed", &err);
+        return false;
+    }
+    if (d->keys) {
+        log_record r;
+        log_begin(&r, LOG_INFO, "API keys required");
+        log_int(&r, "keys", (int64_t)api_keys_count(d->keys));
+        log_str(&r, "file", cfg->api_key_file);
+        log_end(&r);
+    }
+    return true;
+}
+
+/* Step 2: the gRPC methods' handlers, and the metrics of every path calls
+ * come by: those methods' and the HTTP endpoints'. */
+static void init_handlers(lmscored *d)
+{
+    rpc_score_init(&d->score, &d->svc);
+    rpc_info_init(&d->info, &d->svc);
+    reflection_init(&d->refl, d->pool);
+    const call_handler *handlers[N_GRPC_HANDLERS] = {&d->score.score,
+                                                     &d->score.score_stream,
+                                                     &d->score.score_items,
+                                                     &d->info.tokenize,
+                                                     &d->info.get_model_info,
+                                                     health_check_handler(d->health),
+                                                     health_watch_handler(d->health),
+                                                     &d->refl.v1,
+                                                     &d->refl.v1alpha};
+    memcpy(d->handlers, handlers, sizeof handlers);
+    const char *paths[N_GRPC_HANDLERS + HTTP_API_ENDPOINTS];
+    int n_paths = 0;
+    for (int i = 0; i < N_GRPC_HANDLERS; i++)
+        paths[n_paths++] = d->handlers[i]->path;
+    for (size_t i = 0; d->http && i < HTTP_API_ENDPOINTS; i++)
+        paths[n_paths++] = http_api_handler(d->http, i)->path;
+    metrics_init(paths, n_paths);
+}
+
+static void log_listening(const lmscored *d)
+{
+    log_record r;
+    if (d->metrics) {
+        log_begin(&r, LOG_INFO, "metrics listening");
+        log_str(&r, "address", d->cfg->metrics_listen);
+        log_int(&r, "port", metrics_http_port(d->metrics));
+        log_end(&r);
+    }
+    log_begin(&r, LOG_INFO, "listening");
+    log_str(&r, "address", d->cfg->listen);
+    log_int(&r, "port", server_port(d->srv));
+    log_str(&r, "tls", d->cfg->tls_cert[0] ? "on" : "off");
+    log_end(&r);
+}
+
+/* Step 3: the listeners, /metrics first and gRPC last (health answers
+ * NOT_SERVING from then on). False (logged) when one cannot start. */
+static bool start_listeners(lmscored *d)
+{
+    const lmscored_config *cfg = d->cfg;
+    lms_error err = {0};
     server_options so = {.listen = cfg->listen,
                          .tls_cert = cfg->tls_cert,
                          .tls_key = cfg->tls_key,
@@ -480,77 +533,109 @@ static int run(const lmscored_config *cfg)
                                          .max_age_grace_ms = cfg->max_connection_age_grace_ms,
                                          .keepalive_time_ms = cfg->keepalive_time_ms,
                                          .keepalive_min_time_ms = cfg->keepalive_min_time_ms},
-                         .keys = keys};
-    server *srv = NULL;
-    metrics_http *metrics = NULL;
-    int rc = 0;
+                         .keys = d->keys};
     if (cfg->metrics_listen[0] &&
-        metrics_http_start(cfg->metrics_listen, &svc, &metrics, &err) != LMS_OK) {
+        metrics_http_start(cfg->metrics_listen, &d->svc, &d->metrics, &err) != LMS_OK) {
         log_error("cannot start the metrics server", &err);
-        rc = 1;
-    } else if (http && http_api_start(http, &err) != LMS_OK) {
-        log_error("cannot start the HTTP server", &err);
-        rc = 1;
-    } else if (server_start(&so, handlers, N_HANDLERS, &srv, &err) != LMS_OK) {
-        log_error("cannot start the gRPC server", &err);
-        rc = 1;
-    } else {
-        if (metrics) {
-            log_record r;
-            log_begin(&r, LOG_INFO, "metrics listening");
-            log_str(&r, "address", cfg->metrics_listen);
-            log_int(&r, "port", metrics_http_port(metrics));
-            log_end(&r);
-        }
-        log_record r;
-        log_begin(&r, LOG_INFO, "listening");
-        log_str(&r, "address", cfg->listen);
-        log_int(&r, "port", server_port(srv));
-        log_str(&r, "tls", cfg->tls_cert[0] ? "on" : "off");
-        log_end(&r);
-
-        systemd_notifier sd;
-        systemd_init(&sd);
-        systemd_status("loading the model");
-        lms_engine *engine = NULL;
-        lms_status loaded = load_taking_signals(&svc, &engine, &err);
-        int64_t stop_by = monotonic_ms() + cfg->drain_timeout_ms + STOP_GRACE_MS;
-        if (loaded == LMS_ERR_CANCELLED) {
-            systemd_stopping();
-            atomic_store(&svc.phase, PHASE_DRAINING);
-            stop_server(srv, http);
-        } else if (loaded != LMS_OK || (http && http_api_bind(http, engine, &err) != LMS_OK)) {
-            log_error(loaded != LMS_OK ? "cannot load the model"
-                                       : "the rerank profile does not fit the model",
-                      &err);
-            systemd_status("failed to load the model");
-            atomic_store(&svc.phase, PHASE_DRAINING);
-            stop_server(srv, http);
-            rc = 1;
-        } else {
-            svc.engine = engine;
-            atomic_store(&svc.phase, PHASE_SERVING);
-            health_set_serving(h, true);
-            systemd_ready(&sd);
-            log_msg(LOG_INFO, "serving");
-            int sig = serve_until_signal(&svc, &sd);
-            stop_by = drain(&svc, sig, h, srv, http, &sd) + STOP_GRACE_MS;
-        }
-        metrics_http_stop(metrics);
-        metrics = NULL;
-        int64_t left_ms = stop_by - monotonic_ms();
-        if (!worker_pool_stop(svc.workers, left_ms > 0 ? left_ms : 0))
-            exit_leaving("an engine worker");
-        svc.workers = NULL;
-        server_destroy(srv);
-        if (engine) lms_engine_close(engine);
+        return false;
     }
-    metrics_http_stop(metrics);
-    http_api_free(http);
-    if (svc.workers) worker_pool_stop(svc.workers, -1);
-    descriptor_pool_free(pool);
-    health_free(h);
-    api_keys_free(keys);
+    if (d->http && http_api_start(d->http, &err) != LMS_OK) {
+        log_error("cannot start the HTTP server", &err);
+        return false;
+    }
+    if (server_start(&so, d->handlers, N_GRPC_HANDLERS, &d->srv, &err) != LMS_OK) {
+        log_error("cannot start the gRPC server", &err);
+        return false;
+    }
+    log_listening(d);
+    return true;
+}
+
+typedef enum { LOAD_SERVES, LOAD_STOPPED, LOAD_FAILED } load_outcome;
+
+/* Step 4: loads the model, taking signals; *stop_by is then the drain's
+ * deadline had one begun. A stop signal meanwhile (LOAD_STOPPED), or a
+ * model that does not load or fit the rerank profile (LOAD_FAILED), stops
+ * the servers instead. */
+static load_outcome load_engine(lmscored *d, int64_t *stop_by)
+{
+    lms_error err = {0};
+    systemd_status("loading the model");
+    lms_status loaded = load_taking_signals(&d->svc, &d->engine, &err);
+    *stop_by = monotonic_ms() + d->cfg->drain_timeout_ms;
+    load_outcome outcome = LOAD_SERVES;
+    if (loaded == LMS_ERR_CANCELLED) {
+        systemd_stopping();
+        outcome = LOAD_STOPPED;
+    } else if (loaded != LMS_OK || (d->http && http_api_bind(d->http, d->engine, &err) != LMS_OK)) {
+        log_error(loaded != LMS_OK ? "cannot load the model"
+                                   : "the rerank profile does not fit the model",
+                  &err);
+        systemd_status("failed to load the model");
+        outcome = LOAD_FAILED;
+    }
+    if (outcome != LOAD_SERVES) {
+        atomic_store(&d->svc.phase, PHASE_DRAINING);
+        stop_server(d->srv, d->http);
+    }
+    return outcome;
+}
+
+/* Step 5: serves until a stop signal, then drains; returns the drain's
+ * deadline. */
+static int64_t serve(lmscored *d, systemd_notifier *sd)
+{
+    d->svc.engine = d->engine;
+    atomic_store(&d->svc.phase, PHASE_SERVING);
+    health_set_serving(d->health, true);
+    systemd_ready(sd);
+    log_msg(LOG_INFO, "serving");
+    int sig = serve_until_signal(&d->svc, sd);
+    return drain(&d->svc, sig, d->health, d->srv, d->http, sd);
+}
+
+/* Step 6: the metrics endpoint, the workers (each by stop_by, or the
+ * process leaves them behind), the gRPC server and the engine. */
+static void stop_serving(lmscored *d, int64_t stop_by)
+{
+    metrics_http_stop(d->metrics);
+    d->metrics = NULL;
+    int64_t left_ms = stop_by - monotonic_ms();
+    if (!worker_pool_stop(d->svc.workers, left_ms > 0 ? left_ms : 0))
+        exit_leaving("an engine worker");
+    d->svc.workers = NULL;
+    server_destroy(d->srv);
+    if (d->engine) lms_engine_close(d->engine);
+}
+
+/* Last: whatever start-up made and stop_serving did not end. */
+static void free_daemon(lmscored *d)
+{
+    metrics_http_stop(d->metrics);
+    http_api_free(d->http);
+    if (d->svc.workers) worker_pool_stop(d->svc.workers, -1);
+    if (d->pool) descriptor_pool_free(d->pool);
+    if (d->health) health_free(d->health);
+    api_keys_free(d->keys);
+}
+
+static int run(const lmscored_config *cfg)
+{
+    lmscored d = {0};
+    int rc = 1;
+    if (init_daemon(&d, cfg)) {
+        init_handlers(&d);
+        if (start_listeners(&d)) {
+            systemd_notifier sd;
+            systemd_init(&sd);
+            int64_t stop_by;
+            load_outcome loaded = load_engine(&d, &stop_by);
+            if (loaded == LOAD_SERVES) stop_by = serve(&d, &sd);
+            stop_serving(&d, stop_by + STOP_GRACE_MS);
+            rc = loaded == LOAD_FAILED;
+        }
+    }
+    free_daemon(&d);
     if (rc == 0) log_msg(LOG_INFO, "stopped");
     return rc;
 }

@@ -10,109 +10,140 @@
 
 #include "grpc/reflection/v1/reflection.pb-c.h"
 
+/* A response being built: the message, the parts it points to and the
+ * arrays they hold (sized for the pool's files and services). */
+typedef struct {
+    Grpc__Reflection__V1__ServerReflectionResponse resp;
+    Grpc__Reflection__V1__ErrorResponse error;
+    Grpc__Reflection__V1__FileDescriptorResponse files;
+    Grpc__Reflection__V1__ListServiceResponse list;
+    Grpc__Reflection__V1__ExtensionNumberResponse extensions;
+    int *file_ids;
+    ProtobufCBinaryData *blobs;
+    Grpc__Reflection__V1__ServiceResponse *services;
+    Grpc__Reflection__V1__ServiceResponse **service_ptrs;
+} reply;
+
+/* False when out of memory (reply_free frees what was made). */
+static bool reply_init(reply *r, const descriptor_pool *pool,
+                       Grpc__Reflection__V1__ServerReflectionRequest *req)
+{
+    *r = (reply){.resp = GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__INIT,
+                 .error = GRPC__REFLECTION__V1__ERROR_RESPONSE__INIT,
+                 .files = GRPC__REFLECTION__V1__FILE_DESCRIPTOR_RESPONSE__INIT,
+                 .list = GRPC__REFLECTION__V1__LIST_SERVICE_RESPONSE__INIT,
+                 .extensions = GRPC__REFLECTION__V1__EXTENSION_NUMBER_RESPONSE__INIT};
+    r->resp.valid_host = req->host;
+    r->resp.original_request = req;
+    size_t n_files = descriptor_pool_n_files(pool);
+    size_t n_services = descriptor_pool_n_services(pool);
+    r->file_ids = calloc(n_files, sizeof *r->file_ids);
+    r->blobs = calloc(n_files, sizeof *r->blobs);
+    r->services = calloc(n_services, sizeof *r->services);
+    r->service_ptrs = calloc(n_services, sizeof *r->service_ptrs);
+    return r->file_ids && r->blobs && r->services && r->service_ptrs;
+}
+
+static void reply_free(reply *r)
+{
+    free(r->file_ids);
+    free(r->blobs);
+    free(r->services);
+    free(r->service_ptrs);
+}
+
+static void answer_error(reply *r, grpc_status_code code, const char *message)
+{
+    r->error.error_code = code;
+    r->error.error_message = (char *)message;
+    r->resp.message_response_case =
+        GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_ERROR_RESPONSE;
+    r->resp.error_response = &r->error;
+}
+
+static void answer_services(reply *r, const descriptor_pool *pool)
+{
+    size_t n_services = descriptor_pool_n_services(pool);
+    for (size_t i = 0; i < n_services; i++) {
+        grpc__reflection__v1__service_response__init(&r->services[i]);
+        r->services[i].name = (char *)descriptor_pool_service(pool, i);
+        r->service_ptrs[i] = &r->services[i];
+    }
+    r->list.n_service = n_services;
+    r->list.service = r->service_ptrs;
+    r->resp.message_response_case =
+        GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_LIST_SERVICES_RESPONSE;
+    r->resp.list_services_response = &r->list;
+}
+
+/* file (a pool index) with its transitive dependencies; NOT_FOUND for -1. */
+static void answer_file(reply *r, const descriptor_pool *pool, int file)
+{
+    if (file < 0) {
+        answer_error(r, GRPC_STATUS_NOT_FOUND, "not found");
+        return;
+    }
+    size_t n = descriptor_pool_with_deps(pool, file, r->file_ids);
+    for (size_t i = 0; i < n; i++)
+        r->blobs[i].data =
+            (uint8_t *)descriptor_pool_file_bytes(pool, r->file_ids[i], &r->blobs[i].len);
+    r->files.n_file_descriptor_proto = n;
+    r->files.file_descriptor_proto = r->blobs;
+    r->resp.message_response_case =
+        GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_FILE_DESCRIPTOR_RESPONSE;
+    r->resp.file_descriptor_response = &r->files;
+}
+
+/* No served message declares extension ranges with extensions: a known
+ * type has none, an unknown one is NOT_FOUND. */
+static void answer_extensions(reply *r, const descriptor_pool *pool, char *type)
+{
+    if (descriptor_pool_file_by_symbol(pool, type) < 0) {
+        answer_error(r, GRPC_STATUS_NOT_FOUND, "not found");
+        return;
+    }
+    r->extensions.base_type_name = type;
+    r->resp.message_response_case =
+        GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_ALL_EXTENSION_NUMBERS_RESPONSE;
+    r->resp.all_extension_numbers_response = &r->extensions;
+}
+
 static void answer(call *c, Grpc__Reflection__V1__ServerReflectionRequest *req)
 {
     const descriptor_pool *pool = call_ctx(c);
-    Grpc__Reflection__V1__ServerReflectionResponse resp =
-        GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__INIT;
-    resp.valid_host = req->host;
-    resp.original_request = req;
-
-    Grpc__Reflection__V1__ErrorResponse error = GRPC__REFLECTION__V1__ERROR_RESPONSE__INIT;
-    Grpc__Reflection__V1__FileDescriptorResponse files =
-        GRPC__REFLECTION__V1__FILE_DESCRIPTOR_RESPONSE__INIT;
-    Grpc__Reflection__V1__ListServiceResponse list =
-        GRPC__REFLECTION__V1__LIST_SERVICE_RESPONSE__INIT;
-    Grpc__Reflection__V1__ExtensionNumberResponse extensions =
-        GRPC__REFLECTION__V1__EXTENSION_NUMBER_RESPONSE__INIT;
-    size_t n_files = descriptor_pool_n_files(pool);
-    size_t n_services = descriptor_pool_n_services(pool);
-    int *file_ids = calloc(n_files, sizeof *file_ids);
-    ProtobufCBinaryData *blobs = calloc(n_files, sizeof *blobs);
-    Grpc__Reflection__V1__ServiceResponse *services = calloc(n_services, sizeof *services);
-    Grpc__Reflection__V1__ServiceResponse **service_ptrs = calloc(n_services, sizeof *service_ptrs);
-    if (!file_ids || !blobs || !services || !service_ptrs) {
-        rpc_status st;
+    reply r;
+    rpc_status st;
+    if (!reply_init(&r, pool, req)) {
         rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, NULL, NULL, "out of memory");
         call_finish(c, &st);
-        goto done;
+        reply_free(&r);
+        return;
     }
-
-    int file = -1;
-    const char *missing = NULL;
     switch (req->message_request_case) {
     case GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__MESSAGE_REQUEST_LIST_SERVICES:
-        for (size_t i = 0; i < n_services; i++) {
-            grpc__reflection__v1__service_response__init(&services[i]);
-            services[i].name = (char *)descriptor_pool_service(pool, i);
-            service_ptrs[i] = &services[i];
-        }
-        list.n_service = n_services;
-        list.service = service_ptrs;
-        resp.message_response_case =
-            GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_LIST_SERVICES_RESPONSE;
-        resp.list_services_response = &list;
+        answer_services(&r, pool);
         break;
     case GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__MESSAGE_REQUEST_FILE_BY_FILENAME:
-        file = descriptor_pool_file_by_name(pool, req->file_by_filename);
-        missing = req->file_by_filename;
+        answer_file(&r, pool, descriptor_pool_file_by_name(pool, req->file_by_filename));
         break;
     case GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__MESSAGE_REQUEST_FILE_CONTAINING_SYMBOL:
-        file = descriptor_pool_file_by_symbol(pool, req->file_containing_symbol);
-        missing = req->file_containing_symbol;
+        answer_file(&r, pool, descriptor_pool_file_by_symbol(pool, req->file_containing_symbol));
         break;
     case GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__MESSAGE_REQUEST_ALL_EXTENSION_NUMBERS_OF_TYPE:
-        /* no served message declares extension ranges with extensions */
-        file = descriptor_pool_file_by_symbol(pool, req->all_extension_numbers_of_type);
-        if (file >= 0) {
-            extensions.base_type_name = req->all_extension_numbers_of_type;
-            resp.message_response_case =
-                GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_ALL_EXTENSION_NUMBERS_RESPONSE;
-            resp.all_extension_numbers_response = &extensions;
-            file = -1;
-        } else {
-            missing = req->all_extension_numbers_of_type;
-        }
+        answer_extensions(&r, pool, req->all_extension_numbers_of_type);
         break;
     case GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__MESSAGE_REQUEST_FILE_CONTAINING_EXTENSION:
-        missing = "extension";
+        answer_file(&r, pool, -1); /* no served file declares an extension */
         break;
     default:
-        error.error_code = GRPC_STATUS_UNIMPLEMENTED;
-        error.error_message = "unknown reflection request";
-        resp.message_response_case =
-            GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_ERROR_RESPONSE;
-        resp.error_response = &error;
+        answer_error(&r, GRPC_STATUS_UNIMPLEMENTED, "unknown reflection request");
         break;
     }
-    if (file >= 0) {
-        size_t n = descriptor_pool_with_deps(pool, file, file_ids);
-        for (size_t i = 0; i < n; i++)
-            blobs[i].data = (uint8_t *)descriptor_pool_file_bytes(pool, file_ids[i], &blobs[i].len);
-        files.n_file_descriptor_proto = n;
-        files.file_descriptor_proto = blobs;
-        resp.message_response_case =
-            GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_FILE_DESCRIPTOR_RESPONSE;
-        resp.file_descriptor_response = &files;
-    } else if (missing &&
-               resp.message_response_case ==
-                   GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE__NOT_SET) {
-        error.error_code = GRPC_STATUS_NOT_FOUND;
-        error.error_message = "not found";
-        resp.message_response_case =
-            GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_ERROR_RESPONSE;
-        resp.error_response = &error;
-    }
-    if (call_send(c, &resp.base) != CALL_SENT) {
-        rpc_status st;
+    if (call_send(c, &r.resp.base) != CALL_SENT) {
         rpc_status_set(&st, GRPC_STATUS_INTERNAL, NULL, NULL, "reflection response not sent");
         call_finish(c, &st);
     }
-done:
-    free(file_ids);
-    free(blobs);
-    free(services);
-    free(service_ptrs);
+    reply_free(&r);
 }
 
 static void on_message(call *c, const uint8_t *msg, size_t len)

@@ -266,36 +266,94 @@ static service_job_step items_job_run(service_job *base)
     return SERVICE_JOB_DONE;
 }
 
-static void on_items_message(call *c, const uint8_t *data, size_t len)
+/* The call's stream, made on its first message; NULL when out of memory
+ * (the call has ended). */
+static items_stream *items_stream_of(call *c)
 {
     items_stream *s = call_state(c);
-    rpc_status st;
+    if (s) return s;
+    s = calloc(1, sizeof *s);
     if (!s) {
-        s = calloc(1, sizeof *s);
-        if (!s) {
-            rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, NULL, NULL, "out of memory");
-            call_finish(c, &st);
-            return;
-        }
-        s->svc = call_ctx(c);
-        s->c = c;
-        score_totals_init(&s->totals);
-        service_gate_init(&s->gate);
-        pthread_mutex_init(&s->mu, NULL);
-        call_set_state(c, s);
+        rpc_status st;
+        rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, NULL, NULL, "out of memory");
+        call_finish(c, &st);
+        return NULL;
     }
+    s->svc = call_ctx(c);
+    s->c = c;
+    score_totals_init(&s->totals);
+    service_gate_init(&s->gate);
+    pthread_mutex_init(&s->mu, NULL);
+    call_set_state(c, s);
+    return s;
+}
+
+/* The client half-closed: the stream closes once its last job is done,
+ * at once when none runs or waits; a stream without a header is refused. */
+static void items_half_closed(items_stream *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->half_closed = true;
+    if (!s->header_seen) {
+        s->failed = true;
+        rpc_status st;
+        rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "missing_header", "header",
+                       "header: the stream ended before its header message");
+        call_finish(s->c, &st);
+    } else if (!s->failed && !s->job_running && !s->pending) {
+        items_close_locked(s, NULL);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Whether msg may come now: the header first and once, then item batches;
+ * a header admits the call. Caller holds mu; false with st set when not. */
+static bool items_in_order_locked(items_stream *s, const Lmscore__V1__ScoreItemsRequest *msg,
+                                  rpc_status *st)
+{
+    const bool is_header = msg->kind_case == LMSCORE__V1__SCORE_ITEMS_REQUEST__KIND_HEADER;
+    if (!s->header_seen && !is_header) {
+        rpc_status_set(st, GRPC_STATUS_INVALID_ARGUMENT, "missing_header", "header",
+                       "header: the first message of a ScoreItems stream must be the header");
+        return false;
+    }
+    if (s->header_seen && is_header) {
+        rpc_status_set(st, GRPC_STATUS_INVALID_ARGUMENT, "duplicate_header", "header",
+                       "header: a ScoreItems stream has exactly one header, and it comes first");
+        return false;
+    }
+    if (!is_header && msg->kind_case != LMSCORE__V1__SCORE_ITEMS_REQUEST__KIND_ITEMS) {
+        rpc_status_set(st, GRPC_STATUS_INVALID_ARGUMENT, "missing_input", "items",
+                       "items: a message after the header must carry an item batch");
+        return false;
+    }
+    return !is_header || (s->engine = service_admit(s->svc, s->c, st)) != NULL;
+}
+
+/* Takes msg over: its job starts, or, while one runs, it waits in the
+ * pending slot and nothing more is read until that job is done. Caller
+ * holds mu. */
+static void items_accept_locked(items_stream *s, Lmscore__V1__ScoreItemsRequest *msg)
+{
+    int64_t index_base = s->next_index;
+    if (msg->kind_case == LMSCORE__V1__SCORE_ITEMS_REQUEST__KIND_HEADER)
+        s->header_seen = true;
+    else
+        s->next_index += (int64_t)msg->items->n_items;
+    if (s->job_running) {
+        s->pending = msg;
+        s->pending_base = index_base;
+    } else if (items_start_job_locked(s, msg, index_base)) {
+        call_request_next(s->c);
+    }
+}
+
+static void on_items_message(call *c, const uint8_t *data, size_t len)
+{
+    items_stream *s = items_stream_of(c);
+    if (!s) return;
     if (!data) {
-        pthread_mutex_lock(&s->mu);
-        s->half_closed = true;
-        if (!s->header_seen) {
-            s->failed = true;
-            rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "missing_header", "header",
-                           "header: the stream ended before its header message");
-            call_finish(c, &st);
-        } else if (!s->failed && !s->job_running && !s->pending) {
-            items_close_locked(s, NULL);
-        }
-        pthread_mutex_unlock(&s->mu);
+        items_half_closed(s);
         return;
     }
     Lmscore__V1__ScoreItemsRequest *msg = (Lmscore__V1__ScoreItemsRequest *)call_unpack(
@@ -304,51 +362,18 @@ static void on_items_message(call *c, const uint8_t *data, size_t len)
         items_fail(s); /* call_unpack ended the call */
         return;
     }
-    bool is_header = msg->kind_case == LMSCORE__V1__SCORE_ITEMS_REQUEST__KIND_HEADER;
+    rpc_status st;
     pthread_mutex_lock(&s->mu);
-    if (s->failed) {
-        pthread_mutex_unlock(&s->mu);
-        lmscore__v1__score_items_request__free_unpacked(msg, NULL);
-        return;
-    }
-    bool refuse = false;
-    if (!s->header_seen && !is_header) {
-        refuse = true;
-        rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "missing_header", "header",
-                       "header: the first message of a ScoreItems stream must be the header");
-    } else if (s->header_seen && is_header) {
-        refuse = true;
-        rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "duplicate_header", "header",
-                       "header: a ScoreItems stream has exactly one header, and it comes first");
-    } else if (!is_header && msg->kind_case != LMSCORE__V1__SCORE_ITEMS_REQUEST__KIND_ITEMS) {
-        refuse = true;
-        rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "missing_input", "items",
-                       "items: a message after the header must carry an item batch");
-    } else if (is_header && !(s->engine = service_admit(s->svc, c, &st))) {
-        refuse = true;
-    }
-    if (refuse) {
+    bool taken = false;
+    if (!s->failed && items_in_order_locked(s, msg, &st)) {
+        items_accept_locked(s, msg);
+        taken = true;
+    } else if (!s->failed) {
         s->failed = true;
         call_finish(c, &st);
-        pthread_mutex_unlock(&s->mu);
-        lmscore__v1__score_items_request__free_unpacked(msg, NULL);
-        return;
     }
-    int64_t index_base = s->next_index;
-    if (is_header)
-        s->header_seen = true;
-    else
-        s->next_index += (int64_t)msg->items->n_items;
-    bool read_on = true;
-    if (s->job_running) {
-        s->pending = msg; /* read no further until the running job is done */
-        s->pending_base = index_base;
-        read_on = false;
-    } else {
-        read_on = items_start_job_locked(s, msg, index_base);
-    }
-    if (read_on) call_request_next(c);
     pthread_mutex_unlock(&s->mu);
+    if (!taken) lmscore__v1__score_items_request__free_unpacked(msg, NULL);
 }
 
 /* The call is over, whatever ended it (a status, the client, the
