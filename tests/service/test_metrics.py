@@ -391,7 +391,7 @@ def own_memory_limit():
     return min(limits) if limits else None
 
 
-@pytest.mark.machine
+@pytest.mark.platform
 def test_the_memory_limit_is_the_cgroups():
     # the daemon inherits this process's cgroups: the same limit, or none
     with Daemon("--metrics-listen", "127.0.0.1:0") as d:

@@ -51,7 +51,7 @@ def x86_64_v3():
 
 
 @pytest.fixture(scope="module", params=[
-    name if config["precision"] == "f32" else pytest.param(name, marks=pytest.mark.machine)
+    name if config["precision"] == "f32" else pytest.param(name, marks=pytest.mark.platform)
     for name, config in CONFIGS.items()])
 def served(request):
     """(config name, config, daemon) for each daemon in CONFIGS; those of
@@ -158,7 +158,7 @@ def test_a_bad_value_is_a_startup_error(args, env, message):
     assert "listening" not in out.stderr
 
 
-@pytest.mark.machine
+@pytest.mark.platform
 def test_a_tier_the_cpu_cannot_run_stops_the_start():
     flags = open("/proc/cpuinfo").read().split("flags", 2)[1].split("\n")[0].split()
     if "avx512f" in flags:

@@ -383,7 +383,7 @@ def test_threads_come_from_the_cpus_the_daemon_may_use():
         assert "more workers than threads" in d.log()
 
 
-@pytest.mark.machine
+@pytest.mark.platform
 def test_threads_follow_the_cgroup_cpu_quota():
     # A container's CPU limit is a cgroup quota: a 1-CPU limit means one
     # thread, whatever the host has.

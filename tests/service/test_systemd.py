@@ -268,7 +268,7 @@ def stop(proc):
             proc.wait()
 
 
-@pytest.mark.machine
+@pytest.mark.platform
 @needs_unshare
 def test_logs_go_to_the_journal_under_systemd(tmp_path):
     journal = JournalSocket(tmp_path / "journal")
@@ -303,7 +303,7 @@ def test_logs_go_to_the_journal_under_systemd(tmp_path):
         journal.close()
 
 
-@pytest.mark.machine
+@pytest.mark.platform
 @needs_unshare
 @pytest.mark.parametrize("case", ["stderr_redirected", "journald_gone"])
 def test_logs_stay_on_stderr_without_the_journal(tmp_path, case):
