@@ -1,9 +1,8 @@
 /*
  * score_call.c — a scoring call, whichever door it came in by (see
  * score_call.h): check and tokenize the request on a worker and run the
- * engine; a stream's items a chunk at a time, its results queued to the
- * client without waiting, stopping the work when the call is cancelled or
- * its deadline passes.
+ * engine, stopping the work when the call is cancelled or its deadline
+ * passes.
  *
  * A stream's items are scored a chunk at a time (at most 64 items and one
  * packed forward pass of max_packed_tokens rows, each chunk an engine call
