@@ -1,0 +1,179 @@
+/*
+ * tile_emulated.c — the tile layer (tile.h) in plain C: eight tile
+ * registers per thread and the instructions as the Intel SDM's pseudo-code
+ * (vol. 2, TDPBF16PS, TDPBSSD/TDPBUSD; LDTILECFG, TILELOADD, TILESTORED,
+ * TILEZERO) defines them, so that a kernel written against tile.h computes
+ * here exactly what it computes on AMX.
+ *
+ * TDPBF16PS, as the SDM's Operation section gives it (the intrinsics
+ * guide's shorter form, one chain over both elements of a pair, is not
+ * what the SDM says): per row m of C, two f32 temporaries per output
+ * column n, the even and the odd element of each bf16 pair, each starting
+ * at 0 and accumulated over k in order with one fused multiply-add per
+ * pair ("FP32 FMA with DAZ=FTZ=1, RNE rounding"); then
+ * C[m][n] = C[m][n] + (even + odd), each add with DAZ and FTZ, RNE. DAZ:
+ * a bf16 input whose exponent is 0 counts as a zero of its sign. FTZ: a
+ * result that is subnormal after rounding becomes a zero of its sign.
+ * MXCSR is neither read nor written (fmaf and + round to nearest even, the
+ * engine never changes the rounding mode). The product of two bf16 values
+ * is exact in f32 (8 + 8 significant bits), so fmaf's single rounding is
+ * the instruction's. Whether a given CPU computes exactly this is what the
+ * start-up self-check (tier.c) verifies before the amx tier is offered.
+ *
+ * TDPBSSD/TDPBUSD: per row m, column n, C[m][n] += Σ over k of the four
+ * byte products of A's dword k (signed, or unsigned for BUSD) and B's row
+ * k dword n (signed), in 32 bits with wrap-around (no saturation).
+ */
+#include "tile.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local struct {
+    bool configured;
+    tile_config cfg;
+    uint8_t data[TILE_COUNT][TILE_MAX_ROWS][TILE_MAX_COLSB];
+} tiles;
+
+/* A use that would fault (#UD) on the hardware: a bug in the kernel. */
+static void fault(void)
+{
+    abort();
+}
+
+static void check_tile(int t)
+{
+    if (!tiles.configured || t < 0 || t >= TILE_COUNT || !tiles.cfg.rows[t] || !tiles.cfg.colsb[t])
+        fault();
+}
+
+void tile_emu_configure(const tile_config *cfg)
+{
+    if (cfg->palette != 1 || cfg->start_row != 0) fault();
+    for (int t = 0; t < 16; t++) {
+        const bool used = t < TILE_COUNT;
+        if (cfg->rows[t] > (used ? TILE_MAX_ROWS : 0) ||
+            cfg->colsb[t] > (used ? TILE_MAX_COLSB : 0))
+            fault();
+        if (!cfg->rows[t] != !cfg->colsb[t]) fault();
+    }
+    tiles.cfg = *cfg;
+    tiles.configured = true;
+    memset(tiles.data, 0, sizeof tiles.data);
+}
+
+void tile_emu_release(void)
+{
+    tiles.configured = false;
+    memset(tiles.data, 0, sizeof tiles.data);
+}
+
+void tile_emu_load(int t, const void *base, size_t stride)
+{
+    check_tile(t);
+    memset(tiles.data[t], 0, sizeof tiles.data[t]);
+    for (int r = 0; r < tiles.cfg.rows[t]; r++)
+        memcpy(tiles.data[t][r], (const uint8_t *)base + (size_t)r * stride, tiles.cfg.colsb[t]);
+}
+
+void tile_emu_store(int t, void *base, size_t stride)
+{
+    check_tile(t);
+    for (int r = 0; r < tiles.cfg.rows[t]; r++)
+        memcpy((uint8_t *)base + (size_t)r * stride, tiles.data[t][r], tiles.cfg.colsb[t]);
+}
+
+void tile_emu_zero(int t)
+{
+    check_tile(t);
+    memset(tiles.data[t], 0, sizeof tiles.data[t]);
+}
+
+/* The shapes a dot product needs (else #UD): C is rows(A) × colsb(B), B
+ * has one row per dword of A's rows; the three tiles distinct. */
+static void check_product(int c, int a, int b)
+{
+    check_tile(c);
+    check_tile(a);
+    check_tile(b);
+    const tile_config *k = &tiles.cfg;
+    if (c == a || c == b || a == b || k->colsb[c] != k->colsb[b] || k->rows[c] != k->rows[a] ||
+        k->colsb[a] % 4 || k->colsb[c] % 4 || k->colsb[a] / 4 != k->rows[b])
+        fault();
+}
+
+static float bits_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* A bf16 input with DAZ. */
+static float bf16_daz(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    if (!(h & 0x7F80)) h &= 0x8000;
+    return bits_f32((uint32_t)h << 16);
+}
+
+/* An f32 input with DAZ, or a result with FTZ. */
+static float flush(float x)
+{
+    return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x;
+}
+
+void tile_emu_dpbf16ps(int c, int a, int b)
+{
+    check_product(c, a, b);
+    const int rows = tiles.cfg.rows[c], cols = tiles.cfg.colsb[c] / 4,
+              pairs = tiles.cfg.colsb[a] / 4;
+    for (int m = 0; m < rows; m++) {
+        float temp[TILE_MAX_COLSB / 4][2] = {{0}};
+        for (int k = 0; k < pairs; k++)
+            for (int n = 0; n < cols; n++)
+                for (int e = 0; e < 2; e++)
+                    temp[n][e] =
+                        flush(fmaf(bf16_daz(tiles.data[a][m] + 4 * k + 2 * e),
+                                   bf16_daz(tiles.data[b][k] + 4 * n + 2 * e), temp[n][e]));
+        for (int n = 0; n < cols; n++) {
+            float acc;
+            memcpy(&acc, tiles.data[c][m] + 4 * n, sizeof acc);
+            acc = flush(flush(acc) + flush(temp[n][0] + temp[n][1]));
+            memcpy(tiles.data[c][m] + 4 * n, &acc, sizeof acc);
+        }
+    }
+}
+
+/* TDPBSSD (a signed) and TDPBUSD (a unsigned); b signed. */
+static void dp_int8(int c, int a, int b, bool a_signed)
+{
+    check_product(c, a, b);
+    const int rows = tiles.cfg.rows[c], cols = tiles.cfg.colsb[c] / 4,
+              quads = tiles.cfg.colsb[a] / 4;
+    for (int m = 0; m < rows; m++)
+        for (int n = 0; n < cols; n++) {
+            uint32_t acc;
+            memcpy(&acc, tiles.data[c][m] + 4 * n, sizeof acc);
+            for (int k = 0; k < quads; k++)
+                for (int i = 0; i < 4; i++) {
+                    const uint8_t x = tiles.data[a][m][4 * k + i];
+                    const int32_t xa = a_signed ? (int8_t)x : x;
+                    acc += (uint32_t)(xa * (int8_t)tiles.data[b][k][4 * n + i]);
+                }
+            memcpy(tiles.data[c][m] + 4 * n, &acc, sizeof acc);
+        }
+}
+
+void tile_emu_dpbssd(int c, int a, int b)
+{
+    dp_int8(c, a, b, true);
+}
+
+void tile_emu_dpbusd(int c, int a, int b)
+{
+    dp_int8(c, a, b, false);
+}
