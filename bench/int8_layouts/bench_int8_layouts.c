@@ -95,7 +95,7 @@ int main(int argc, char **argv)
     printf("| tier | codes per x | stored type | ms | GOP/s | vs Q8_0 | bytes/param |\n");
     printf("| --- | --- | --- | --- | --- | --- | --- |\n");
     for (const compute_tier *const *tier = compute_tiers; *tier; tier++) {
-        if (!(*tier)->runs_on(&cpu) || !(*tier)->q8) continue;
+        if ((*tier)->emulated || !(*tier)->runs_on(&cpu) || !(*tier)->q8) continue;
         const matmul_config cfg = {*tier};
         for (int32_t codes = 1; codes <= 2; codes++) {
             double best[N_TYPES];

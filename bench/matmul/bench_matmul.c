@@ -372,7 +372,7 @@ int main(int argc, char **argv)
     lms_cpu_detect(&cpu);
     const compute_tier *tier;
     lms_error err = {0};
-    if (compute_tier_select(isa, &cpu, &tier, &err) != LMS_OK) {
+    if (compute_tier_select(isa, &cpu, &tier, NULL, 0, &err) != LMS_OK) {
         fprintf(stderr, "bench_matmul: %s\n", err.msg);
         return 2;
     }

@@ -27,4 +27,9 @@ void lms_cpu_detect(lms_cpu_features *out)
     out->avx512 =
         out->avx2 && zmm_state && (b & bit_AVX512F) && (b & bit_AVX512BW) && (b & bit_AVX512VL);
     out->avx512_vnni = out->avx512 && (c & bit_AVX512VNNI);
+    /* CPUID.7.0:EDX bits 22, 24, 25 (gcc's and clang's cpuid.h name them
+     * differently) */
+    const unsigned amx_bf16 = 1u << 22, amx_tile = 1u << 24, amx_int8 = 1u << 25;
+    const bool tile_state = (xcr0 & 0x60000) == 0x60000; /* XTILECFG, XTILEDATA */
+    out->amx = out->avx512_vnni && tile_state && (d & amx_bf16) && (d & amx_tile) && (d & amx_int8);
 }

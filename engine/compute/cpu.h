@@ -1,12 +1,13 @@
 /*
  * cpu.h — which x86 instruction sets the kernels may use on this machine.
  *
- * The 16-bit and int8 kernels come in two tiers: AVX2 (+FMA, F16C), the
- * floor every low-precision path needs, and AVX-512 (F, BW, VL, and VNNI
- * for int8). A tier counts only when the CPU has it and the OS saves the
- * registers it needs (XGETBV). Both tiers compute every element with the
- * same sequence of operations, so a cap on the tier changes the speed,
- * never a number.
+ * The 16-bit and int8 kernels come in tiers: AVX2 (+FMA, F16C), the floor
+ * every low-precision path needs; AVX-512 (F, BW, VL, and VNNI for int8);
+ * AMX's tiles beside AVX-512 VNNI. A tier counts only when the CPU has it
+ * and the OS saves the registers it needs (XGETBV). The vector tiers
+ * compute every element with the same sequence of operations, so a cap on
+ * the tier changes the speed, never a number (tier.h says what AMX's
+ * changes).
  */
 #ifndef LMS_CPU_H
 #define LMS_CPU_H
@@ -17,6 +18,8 @@ typedef struct {
     bool avx2;        /* AVX2 + FMA + F16C, OS-enabled */
     bool avx512;      /* AVX-512 F, BW, VL, OS-enabled */
     bool avx512_vnni; /* AVX-512 VNNI on top of avx512 */
+    bool amx;         /* AMX-TILE, AMX-BF16 and AMX-INT8, their state (XCR0 bits 17, 18)
+                       * OS-enabled; Linux still asks a process to request it (tier.c) */
 } lms_cpu_features;
 
 void lms_cpu_detect(lms_cpu_features *out);

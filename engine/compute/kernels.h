@@ -4,10 +4,11 @@
  * (LMS_PANEL columns) of a packed f32, 16-bit or Q8 matrix, and the
  * activation quantiser.
  *
- * Every tier computes every output element with the same sequence of IEEE
- * operations:
+ * Every tier computes every output element with one of these sequences of
+ * IEEE operations, fixed by the element's row and column alone:
  *
- *   f32, 16-bit (dense):
+ *   f32, 16-bit (dense), on every tier but for BF16 matrices on a tier
+ *   with bf16 activations (tier.h):
  *           acc = y when resuming, else 0;
  *           acc = fma(x[kk], w[kk], acc) for kk = 0 .. k-1 (w widened to
  *           f32 exactly); then y = acc, or y = y + acc when accumulating
@@ -26,8 +27,20 @@
  *             of code_x), one f32 product (q8_act_row.sum)
  *           then y = acc, or y = y + acc when accumulating
  *
- * so the tiers give the same bits and a row's result depends on nothing
- * but that row (no reduction crosses rows, no order depends on the batch).
+ *   BF16 on a tier with bf16 activations (the amx tiers):
+ *           x[kk] = hi + lo, hi = bf16(x[kk]), lo = bf16(x[kk] - hi)
+ *           (nearest even; lo = 0 where hi is not finite), zeros past k
+ *           up to a multiple of 32; acc = 0; per chunk of 32 k values in
+ *           order, for hi then lo: tdpbf16ps' step as the SDM defines it
+ *           (tile_emulated.c: chains of the even and of the odd k values
+ *           from 0, fused multiply-adds with DAZ and FTZ, their sum added
+ *           to acc); then y = acc, or y = y + acc when accumulating
+ *
+ * so the tiers that share a sequence give the same bits, and on every
+ * tier a row's result depends on nothing but that row (no reduction
+ * crosses rows, no order depends on the batch): within a tier every
+ * algorithm and batch gives a row the same bits. Across the two dense
+ * sequences results differ within the precision gates (docs/engine.md).
  */
 #ifndef LMS_KERNELS_H
 #define LMS_KERNELS_H
@@ -142,7 +155,18 @@ typedef struct {
     const int32_t *comp; /* Q8: [rows × blocks × 2] */
     const float *sums;   /* Q8 with offsets: [rows × blocks] (q8_act_row.sum) */
     const int16_t *wide; /* Q8 when the kernels are wide: [rows × blocks × LMS_Q8_BLOCK] */
+    /* BF16 weights on a tier with bf16 activations: x as two bf16 values,
+     * hi = x rounded to bf16 (nearest even) and lo = the rest, x - hi,
+     * rounded to bf16 (0 where hi is not finite), each [rows ×
+     * kernel_bf16_stride(k)] with zeros past k */
+    const uint16_t *bf16_hi, *bf16_lo;
 } matmul_input;
+
+/* The row stride of matmul_input.bf16: k rounded up to a tile's 32 values. */
+static inline int32_t kernel_bf16_stride(int32_t k)
+{
+    return (k + 31) / 32 * 32;
+}
 
 struct compute_tier;
 
@@ -158,5 +182,10 @@ typedef void matmul_block_fn(const struct compute_tier *tier, const lms_weights 
 /* The tile as panels of columns × groups of rows through the tier's
  * micro-kernels (matmul.c). */
 matmul_block_fn matmul_panels;
+
+/* BF16 matrices on AMX tiles, the others through matmul_panels: on the
+ * instructions (kernels_amx.c) or on their emulation
+ * (kernels_amx_emulated.c). */
+matmul_block_fn matmul_amx, matmul_amx_emulated;
 
 #endif

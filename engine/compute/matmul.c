@@ -3,10 +3,12 @@
  */
 #include "matmul.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 
 #include "alloc.h"
+#include "half.h"
 
 /* Below this many elements x is quantised on one thread. */
 #define QUANTIZE_PARALLEL_MIN 65536
@@ -17,6 +19,7 @@ struct matmul_scratch {
     int32_t *comp;
     float *sums;
     int16_t *wide;
+    uint16_t *bf16;
 };
 
 static int32_t ceil_div(int32_t a, int32_t b)
@@ -34,7 +37,8 @@ matmul_scratch *matmul_scratch_create(int32_t rows, int32_t max_k)
     s->comp = lms_alloc(blocks * 2 * sizeof *s->comp);
     s->sums = lms_alloc(blocks * sizeof *s->sums);
     s->wide = lms_alloc(blocks * LMS_Q8_BLOCK * sizeof *s->wide);
-    if (!s->codes || !s->scales || !s->comp || !s->sums || !s->wide) {
+    s->bf16 = lms_alloc(2 * (size_t)rows * kernel_bf16_stride(max_k) * sizeof *s->bf16);
+    if (!s->codes || !s->scales || !s->comp || !s->sums || !s->wide || !s->bf16) {
         matmul_scratch_free(s);
         return NULL;
     }
@@ -49,6 +53,7 @@ void matmul_scratch_free(matmul_scratch *s)
     lms_free(s->comp);
     lms_free(s->sums);
     lms_free(s->wide);
+    lms_free(s->bf16);
     free(s);
 }
 
@@ -89,12 +94,41 @@ static void quantize_rows(const q8_kernels *q8, const float *x, int32_t rows, in
     in->wide = q8->wide ? s->wide : NULL;
 }
 
+/* x as bf16 hi and lo into s (kernels.h's matmul_input.bf16_hi, _lo). */
+static void round_rows_bf16(const float *x, int32_t rows, int32_t k, matmul_scratch *s,
+                            matmul_input *in)
+{
+    const int32_t stride = kernel_bf16_stride(k);
+    uint16_t *hi = s->bf16, *lo = s->bf16 + (size_t)rows * stride;
+#pragma omp parallel for if ((int64_t)rows * k >= QUANTIZE_PARALLEL_MIN)
+    for (int32_t r = 0; r < rows; r++) {
+        const size_t row = (size_t)r * stride;
+        for (int32_t kk = 0; kk < k; kk++) {
+            const float v = x[(size_t)r * k + kk], h = lms_bf16_to_f32(lms_f32_to_bf16(v));
+            hi[row + kk] = lms_f32_to_bf16(h);
+            /* v - h is exact: h is v rounded to fewer bits */
+            lo[row + kk] = isfinite(h) ? lms_f32_to_bf16(v - h) : 0;
+        }
+        for (int32_t kk = k; kk < stride; kk++)
+            hi[row + kk] = lo[row + kk] = 0;
+    }
+    in->bf16_hi = hi;
+    in->bf16_lo = lo;
+}
+
+/* Does the tier multiply w with x rounded to bf16? */
+static bool bf16_activations(const compute_tier *tier, const lms_weights *w)
+{
+    return tier->bf16_activations && w->format == LMS_WEIGHTS_BF16;
+}
+
 void matmul_prepare(const matmul_config *cfg, const lms_weights *w, const float *x, int32_t rows,
                     matmul_scratch *s, matmul_input *in)
 {
     *in = (matmul_input){.x = x, .rows = rows, .k = w->k};
     if (w->format == LMS_WEIGHTS_Q8)
         quantize_rows(q8_kernels_for(cfg->tier, w), x, rows, w->k, w->offset16, s, in);
+    if (bf16_activations(cfg->tier, w)) round_rows_bf16(x, rows, w->k, s, in);
 }
 
 /* F32, F16 and BF16 panels through the tier's f32 or 16-bit kernel. */
@@ -220,13 +254,15 @@ void matmul_many(const matmul_config *cfg, const matmul_product *p, int n, const
     const int32_t k = p[0].w->k;
     matmul_input in = {.x = x, .rows = rows, .k = k};
     const lms_weights *q8 = NULL; /* the Q8 matrices share x's quantisation (matmul.h) */
-    bool sums = false;
+    bool sums = false, bf16 = false;
     for (int i = 0; i < n; i++) {
+        bf16 |= bf16_activations(cfg->tier, p[i].w);
         if (p[i].w->format != LMS_WEIGHTS_Q8) continue;
         q8 = p[i].w;
         sums |= p[i].w->offset16 != NULL;
     }
     if (q8) quantize_rows(q8_kernels_for(cfg->tier, q8), x, rows, k, sums, s, &in);
+    if (bf16) round_rows_bf16(x, rows, k, s, &in);
     const grid g = grid_for(p, n, rows, omp_get_max_threads());
     const int32_t row_tiles = ceil_div(rows, g.row_tile);
     int64_t first_tile[MATMUL_MAX_PRODUCTS + 1] = {0};

@@ -9,7 +9,8 @@
  * depends neither on the batch around it nor on the grid or the thread
  * count. x is quantised for Q8 once per call (for all the call's
  * products), per row and block of 32, in one or two codes per value as the
- * matrix says (weights.h x_codes, kernels.h).
+ * matrix says (weights.h x_codes, kernels.h), and rounded to bf16 once for
+ * BF16 matrices on a tier with bf16 activations (tier.h).
  */
 #ifndef LMS_MATMUL_H
 #define LMS_MATMUL_H
@@ -30,12 +31,13 @@ typedef struct {
     const compute_tier *tier;
 } matmul_config;
 
-/* Room to quantise up to rows × k of x (Q8 weights). */
+/* Room to quantise up to rows × k of x (Q8 weights), or round it to bf16. */
 typedef struct matmul_scratch matmul_scratch;
 matmul_scratch *matmul_scratch_create(int32_t rows, int32_t max_k);
 void matmul_scratch_free(matmul_scratch *s);
 
-/* Prepares x[rows × w->k] for w: quantises it into s for Q8 weights. */
+/* Prepares x[rows × w->k] for w: quantises it into s for Q8 weights, rounds
+ * it to bf16 into s for BF16 weights on a tier with bf16 activations. */
 void matmul_prepare(const matmul_config *cfg, const lms_weights *w, const float *x, int32_t rows,
                     matmul_scratch *s, matmul_input *in);
 

@@ -3,9 +3,14 @@
  */
 #include "tier.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "kernels_amx.h"
 
 /* Each kernel file's kernels (kernels_<isa>.c). */
 extern const vec_kernels vec_kernels_avx512, vec_kernels_avx2, vec_kernels_generic;
@@ -16,6 +21,25 @@ extern const q8_kernels q8x2_kernels_avx512_vnni, q8x2_kernels_avx2;
 
 #define ALL_FORMATS                                                                                \
     (1u << LMS_WEIGHTS_F32 | 1u << LMS_WEIGHTS_F16 | 1u << LMS_WEIGHTS_BF16 | 1u << LMS_WEIGHTS_Q8)
+
+/* Linux (5.16+) hands a process AMX's tile data state only once it asks
+ * (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); a tile
+ * instruction before that faults. The grant is for the whole process and
+ * asking again is harmless. */
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA  18
+
+static bool amx_enable(char *why, size_t why_size)
+{
+    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0) return true;
+    snprintf(why, why_size, "amx: Linux refused the tile state (arch_prctl: %s)", strerror(errno));
+    return false;
+}
+
+static bool has_amx(const lms_cpu_features *cpu)
+{
+    return cpu->amx;
+}
 
 static bool has_avx512_vnni(const lms_cpu_features *cpu)
 {
@@ -37,6 +61,47 @@ static bool has_x86_64(const lms_cpu_features *cpu)
     (void)cpu;
     return true;
 }
+
+/* The amx tier's kernel on the tile layer's emulation, beside the AVX2
+ * kernels for everything else: its tests on any CPU with AVX2, never
+ * picked by auto. */
+static const compute_tier AMX_EMULATED = {
+    .name = "amx-emulated",
+    .needs = "AVX2, FMA and F16C",
+    .runs_on = has_avx2,
+    .formats = ALL_FORMATS,
+    .vec = &vec_kernels_avx2,
+    .f32 = &f32_kernels_avx2,
+    .w16 = &w16_kernels_avx2,
+    .q8 = &q8_kernels_avx2,
+    .q8x2 = &q8x2_kernels_avx2,
+    .block = matmul_amx_emulated,
+    .bf16_activations = true,
+    .bf16_at = amx_bf16_at,
+    .emulated = true,
+};
+
+/* AMX (Sapphire Rapids on): BF16 projections on bf16 tiles, x as two bf16
+ * values (kernels_amx.h). Still on the AVX-512 VNNI kernels: F16 matrices
+ * (kept exact: tdpbf16ps would round them to bf16), f32 ones, Q8 ones (no
+ * int8 tile kernel yet) and attention. Offered once Linux grants the tile
+ * state and its kernel matched amx-emulated at start-up. */
+static const compute_tier AMX = {
+    .name = "amx",
+    .needs = "AMX-TILE, AMX-BF16, AMX-INT8 and AVX-512 VNNI",
+    .runs_on = has_amx,
+    .formats = ALL_FORMATS,
+    .vec = &vec_kernels_avx512,
+    .f32 = &f32_kernels_avx512,
+    .w16 = &w16_kernels_avx512,
+    .q8 = &q8_kernels_avx512_vnni,
+    .q8x2 = &q8x2_kernels_avx512_vnni,
+    .block = matmul_amx,
+    .bf16_activations = true,
+    .bf16_at = amx_bf16_at,
+    .enable = amx_enable,
+    .proven_against = &AMX_EMULATED,
+};
 
 static const compute_tier AVX512_VNNI = {
     .name = "avx512-vnni",
@@ -89,9 +154,10 @@ static const compute_tier GENERIC = {
     .block = matmul_panels,
 };
 
-const compute_tier *const compute_tiers[] = {&AVX512_VNNI, &AVX512, &AVX2, &GENERIC, NULL};
+const compute_tier *const compute_tiers[] = {&AMX,     &AVX512_VNNI,  &AVX512, &AVX2,
+                                             &GENERIC, &AMX_EMULATED, NULL};
 
-static char isa_names[128];
+static char isa_names[160];
 
 static void list_isa_names(void)
 {
@@ -116,24 +182,55 @@ bool lms_isa_known(const char *name)
     return false;
 }
 
-lms_status compute_tier_select(const char *name, const lms_cpu_features *cpu,
-                               const compute_tier **out, lms_error *err)
+bool compute_tier_offered(const compute_tier *t, const lms_cpu_features *cpu, char *why,
+                          size_t why_size)
+{
+    if (!t->runs_on(cpu)) {
+        snprintf(why, why_size, "%s needs %s, which this CPU lacks", t->name, t->needs);
+        return false;
+    }
+    if (t->enable && !t->enable(why, why_size)) return false;
+    return compute_tier_proves(t, why, why_size);
+}
+
+lms_status compute_tier_select_from(const compute_tier *const *tiers, const char *name,
+                                    const lms_cpu_features *cpu, const compute_tier **out,
+                                    char *dropped, size_t dropped_size, lms_error *err)
 {
     const bool automatic = !name || !strcmp(name, "auto");
-    char runs[96] = "";
-    for (const compute_tier *const *t = compute_tiers; *t; t++) {
-        if ((*t)->runs_on(cpu)) {
-            if (automatic || !strcmp(name, (*t)->name)) {
-                *out = *t;
-                return LMS_OK;
-            }
-            snprintf(runs + strlen(runs), sizeof runs - strlen(runs), "%s%s", runs[0] ? ", " : "",
-                     (*t)->name);
-        } else if (!automatic && !strcmp(name, (*t)->name)) {
-            return lms_fail(err, LMS_ERR_UNSUPPORTED, NULL, "isa",
-                            "isa %s needs %s, which this CPU lacks", name, (*t)->needs);
+    char runs[96] = "", why[200];
+    if (dropped_size) dropped[0] = '\0';
+    for (const compute_tier *const *t = tiers; *t; t++) {
+        if (automatic && (*t)->emulated) continue;
+        const bool named = !automatic && !strcmp(name, (*t)->name);
+        if (!automatic && !named) {
+            if ((*t)->runs_on(cpu))
+                snprintf(runs + strlen(runs), sizeof runs - strlen(runs), "%s%s",
+                         runs[0] ? ", " : "", (*t)->name);
+            continue;
         }
+        if (!(*t)->runs_on(cpu)) {
+            if (named)
+                return lms_fail(err, LMS_ERR_UNSUPPORTED, NULL, "isa",
+                                "isa %s needs %s, which this CPU lacks", name, (*t)->needs);
+            continue;
+        }
+        if (compute_tier_offered(*t, cpu, why, sizeof why)) {
+            *out = *t;
+            return LMS_OK;
+        }
+        if (named)
+            return lms_fail(err, LMS_ERR_UNSUPPORTED, NULL, "isa", "isa %s is not offered: %s",
+                            name, why);
+        if (dropped_size && !dropped[0]) snprintf(dropped, dropped_size, "%s", why);
     }
     return lms_fail(err, LMS_ERR_UNSUPPORTED, NULL, "isa",
                     "isa %s is not one of %s (this CPU runs %s)", name, lms_isa_names(), runs);
+}
+
+lms_status compute_tier_select(const char *name, const lms_cpu_features *cpu,
+                               const compute_tier **out, char *dropped, size_t dropped_size,
+                               lms_error *err)
+{
+    return compute_tier_select_from(compute_tiers, name, cpu, out, dropped, dropped_size, err);
 }

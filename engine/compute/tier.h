@@ -7,13 +7,17 @@
  * formats those kernels multiply (weights.h), and the function that
  * computes a tile of a projection. Adding a tier is a
  * kernel file and a row of the table in tier.c. Every tier computes every
- * element with kernels.h's sequence of operations, so the choice of tier
- * changes the speed, never a number.
+ * element with a sequence of operations kernels.h defines, fixed by the
+ * element's row alone: the vector tiers all the same one (f32
+ * activations), so among them the choice of tier changes the speed, never
+ * a number; a tier with bf16 activations (bf16_activations: the amx tiers)
+ * its own, within the precision gates of the f32 result (docs/engine.md).
  */
 #ifndef LMS_TIER_H
 #define LMS_TIER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "cpu.h"
 #include "kernels.h"
@@ -31,16 +35,50 @@ typedef struct compute_tier {
     const q8_kernels *q8;   /* Q8 weights, one code per activation value; or NULL */
     const q8_kernels *q8x2; /* Q8 weights, two codes per activation value; or NULL */
     matmul_block_fn *block; /* a tile of a projection */
+    /* BF16 projections round x to bf16 (kernels.h's bf16 sequence); the
+     * others, and attention, keep kernels.h's f32 sequence. */
+    bool bf16_activations;
+    lms_panel_at_fn *bf16_at; /* the BF16 panels' order (weights.h), NULL for k-major */
+    bool emulated;            /* a test of a tier's kernel on any CPU: auto never picks it */
+    /* Asks the OS for what the tier needs beyond runs_on (AMX: Linux's
+     * grant of the tile state); false, why set, when refused. NULL: none. */
+    bool (*enable)(char *why, size_t why_size);
+    /* A matrix engine's start-up self-check (compute_tier_proves): the
+     * tier whose bits it must give on a fixed problem; NULL for none. */
+    const struct compute_tier *proven_against;
 } compute_tier;
 
 /* The tiers, the fastest first; NULL-terminated. */
 extern const compute_tier *const compute_tiers[];
 
-/* name NULL or "auto": the first tier the CPU runs. Otherwise the tier of
- * that name, if the CPU runs it; an unknown name or a tier the CPU cannot
- * run fails with LMS_ERR_UNSUPPORTED (field "isa"), saying what it lacks. */
+/* name NULL or "auto": the first tier offered here (emulations left out);
+ * a tier the CPU runs but that is not offered (its enable or its
+ * self-check failed) is passed over, and why is written to dropped (""
+ * when none was). Otherwise the tier of that name, if offered; an unknown
+ * name, a tier the CPU cannot run or one not offered fails with
+ * LMS_ERR_UNSUPPORTED (field "isa"), saying why. A tier is offered when
+ * the CPU runs it, its enable grants it and it proves itself. */
 lms_status compute_tier_select(const char *name, const lms_cpu_features *cpu,
-                               const compute_tier **out, lms_error *err);
+                               const compute_tier **out, char *dropped, size_t dropped_size,
+                               lms_error *err);
+
+/* compute_tier_select over another table (NULL-terminated): the tests'. */
+lms_status compute_tier_select_from(const compute_tier *const *tiers, const char *name,
+                                    const lms_cpu_features *cpu, const compute_tier **out,
+                                    char *dropped, size_t dropped_size, lms_error *err);
+
+/* Is t offered here? false, why set, when not. */
+bool compute_tier_offered(const compute_tier *t, const lms_cpu_features *cpu, char *why,
+                          size_t why_size);
+
+/* t's self-check (tier_proof.c): its block function on a fixed problem
+ * gives t->proven_against's bits; true when t has none. false, why set, on
+ * a difference or a fault. */
+bool compute_tier_proves(const compute_tier *t, char *why, size_t why_size);
+
+/* Test hook: while set, the self-check moves one element of the tested
+ * tier's result by one ulp (a CPU that computes differently). */
+extern bool compute_tier_force_mismatch;
 
 static inline bool compute_tier_multiplies(const compute_tier *t, lms_weights_format format)
 {

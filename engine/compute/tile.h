@@ -35,9 +35,22 @@ typedef struct {
 #ifdef TILE_INTRINSICS
 #include <immintrin.h>
 
-#define tile_configure(cfg)         _tile_loadconfig(cfg)
-#define tile_release()              _tile_release()
-#define tile_load(t, base, stride)  _tile_loadd(t, base, stride)
+/* gcc 12's ldtilecfg and tileloadd asm statements tell the compiler of
+ * no memory read (ldtilecfg names 8 of the 64 bytes): a compiler barrier
+ * first, so that the stores that fill a configuration or a tile's source
+ * are neither moved past them nor dropped. */
+#define tile_barrier() __asm__ volatile("" ::: "memory")
+#define tile_configure(cfg)                                                                        \
+    do {                                                                                           \
+        tile_barrier();                                                                            \
+        _tile_loadconfig(cfg);                                                                     \
+    } while (0)
+#define tile_release() _tile_release()
+#define tile_load(t, base, stride)                                                                 \
+    do {                                                                                           \
+        tile_barrier();                                                                            \
+        _tile_loadd(t, base, stride);                                                              \
+    } while (0)
 #define tile_store(t, base, stride) _tile_stored(t, base, stride)
 #define tile_zero(t)                _tile_zero(t)
 #define tile_dpbf16ps(c, a, b)      _tile_dpbf16ps(c, a, b)

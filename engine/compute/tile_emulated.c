@@ -111,7 +111,7 @@ static float bits_f32(uint32_t u)
     return f;
 }
 
-/* A bf16 input with DAZ. */
+/* A bf16 input with DAZ (exponent 0: a zero of its sign), as f32. */
 static float bf16_daz(const uint8_t *p)
 {
     uint16_t h;
@@ -121,9 +121,29 @@ static float bf16_daz(const uint8_t *p)
 }
 
 /* An f32 input with DAZ, or a result with FTZ. */
-static float flush(float x)
+static inline float flush(float x)
 {
-    return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x;
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return (u & 0x7F800000) ? x : bits_f32(u & 0x80000000);
+}
+
+/* The SDM's loop for one instruction, on A and B widened to f32 once.
+ * Compiled again for FMA where the CPU has it (the emulation runs every
+ * test of the amx-emulated tier; fmaf's call would dominate). */
+__attribute__((target_clones("fma", "default"))) static void
+dpbf16ps_rows(float c[TILE_MAX_ROWS][TILE_MAX_COLSB / 4],
+              const float a[TILE_MAX_ROWS][TILE_MAX_COLSB / 2],
+              const float b[TILE_MAX_ROWS][TILE_MAX_COLSB / 2], int rows, int cols, int pairs)
+{
+    for (int m = 0; m < rows; m++) {
+        float temp[TILE_MAX_COLSB / 2] = {0}; /* [2n + e]: column n, element e of the pairs */
+        for (int k = 0; k < pairs; k++)
+            for (int i = 0; i < 2 * cols; i++)
+                temp[i] = flush(fmaf(a[m][2 * k + i % 2], b[k][i], temp[i]));
+        for (int n = 0; n < cols; n++)
+            c[m][n] = flush(flush(c[m][n]) + flush(temp[2 * n] + temp[2 * n + 1]));
+    }
 }
 
 void tile_emu_dpbf16ps(int c, int a, int b)
@@ -131,21 +151,18 @@ void tile_emu_dpbf16ps(int c, int a, int b)
     check_product(c, a, b);
     const int rows = tiles.cfg.rows[c], cols = tiles.cfg.colsb[c] / 4,
               pairs = tiles.cfg.colsb[a] / 4;
-    for (int m = 0; m < rows; m++) {
-        float temp[TILE_MAX_COLSB / 4][2] = {{0}};
-        for (int k = 0; k < pairs; k++)
-            for (int n = 0; n < cols; n++)
-                for (int e = 0; e < 2; e++)
-                    temp[n][e] =
-                        flush(fmaf(bf16_daz(tiles.data[a][m] + 4 * k + 2 * e),
-                                   bf16_daz(tiles.data[b][k] + 4 * n + 2 * e), temp[n][e]));
-        for (int n = 0; n < cols; n++) {
-            float acc;
-            memcpy(&acc, tiles.data[c][m] + 4 * n, sizeof acc);
-            acc = flush(flush(acc) + flush(temp[n][0] + temp[n][1]));
-            memcpy(tiles.data[c][m] + 4 * n, &acc, sizeof acc);
+    float fa[TILE_MAX_ROWS][TILE_MAX_COLSB / 2], fb[TILE_MAX_ROWS][TILE_MAX_COLSB / 2];
+    float fc[TILE_MAX_ROWS][TILE_MAX_COLSB / 4];
+    for (int r = 0; r < TILE_MAX_ROWS; r++) {
+        for (int i = 0; i < TILE_MAX_COLSB / 2; i++) {
+            fa[r][i] = bf16_daz(tiles.data[a][r] + 2 * i);
+            fb[r][i] = bf16_daz(tiles.data[b][r] + 2 * i);
         }
+        memcpy(fc[r], tiles.data[c][r], sizeof fc[r]);
     }
+    dpbf16ps_rows(fc, fa, fb, rows, cols, pairs);
+    for (int m = 0; m < rows; m++)
+        memcpy(tiles.data[c][m], fc[m], (size_t)cols * sizeof *fc[m]);
 }
 
 /* TDPBSSD (a signed) and TDPBUSD (a unsigned); b signed. */

@@ -105,9 +105,9 @@ void lms_weights_row(const lms_weights *w, int32_t r, float *out)
     }
     case LMS_WEIGHTS_F16:
     case LMS_WEIGHTS_BF16: {
-        const uint16_t *col = w->w16 + p * (size_t)w->k * LMS_PANEL + j;
+        const uint16_t *panel = w->w16 + p * (size_t)w->k * LMS_PANEL;
         for (int32_t kk = 0; kk < w->k; kk++) {
-            uint16_t h = col[(size_t)kk * LMS_PANEL];
+            const uint16_t h = panel[lms_weights_w16_at(w, kk, (int32_t)j)];
             out[kk] = w->format == LMS_WEIGHTS_F16 ? lms_f16_to_f32(h) : lms_bf16_to_f32(h);
         }
         return;

@@ -8,7 +8,8 @@
  *   F16,  panel p holds columns [32p, 32p+32), k-major — element (row
  *   BF16  32p+j, col kk) at [p][kk][j] — so a kernel reads one vector of 32
  *         columns per kk. The checkpoint's 16-bit type is kept (f16 stays
- *         f16: exact).
+ *         f16: exact). A tier may order a BF16 panel's values its own way
+ *         (bf16_at; the amx tiers pair k values for the tiles).
  *   Q8    signed 8-bit codes in blocks of LMS_Q8_BLOCK along k. Panel p,
  *         block b holds 8 groups of 4 k values × 32 columns,
  *         column-interleaved as VNNI's dot products read them — byte
@@ -73,11 +74,18 @@ typedef struct {
 /* The largest bias of a type whose biased codes stay below 64. */
 #define LMS_Q8_SMALL_BIAS 32
 
+/* Where element (k index kk, column j) of a 16-bit panel of a matrix of k
+ * columns lies in the panel's k · LMS_PANEL values: the layout a tier
+ * owns (compute_tier.bf16_at); NULL is the k-major [kk][j] of the vector
+ * tiers. */
+typedef size_t lms_panel_at_fn(int32_t k, int32_t kk, int32_t j);
+
 typedef struct {
     lms_weights_format format;
     int32_t n, k;
     const float *f32;         /* F32: [panels][k][LMS_PANEL] */
-    const uint16_t *w16;      /* F16/BF16: [panels][k][LMS_PANEL] */
+    const uint16_t *w16;      /* F16/BF16: [panels][k][LMS_PANEL], or as bf16_at says */
+    lms_panel_at_fn *bf16_at; /* BF16: the panel's order, NULL for k-major */
     const uint8_t *q8;        /* Q8: [panels][blocks][8][LMS_PANEL][4] */
     const uint16_t *scale16;  /* Q8: D, f16 [panels][groups][LMS_PANEL] */
     const uint16_t *offset16; /* Q8: M, f16 [panels][groups][LMS_PANEL], or NULL */
@@ -97,6 +105,12 @@ static inline int32_t lms_weights_panels(const lms_weights *w)
 static inline int32_t lms_weights_blocks(const lms_weights *w)
 {
     return (w->k + LMS_Q8_BLOCK - 1) / LMS_Q8_BLOCK;
+}
+
+/* F16/BF16: where element (kk, column j) lies in its panel. */
+static inline size_t lms_weights_w16_at(const lms_weights *w, int32_t kk, int32_t j)
+{
+    return w->bf16_at ? w->bf16_at(w->k, kk, j) : (size_t)kk * LMS_PANEL + (size_t)j;
 }
 
 /* Q8: groups of layout.group_blocks blocks along k (D and M per group). */

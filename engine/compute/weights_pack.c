@@ -137,7 +137,8 @@ static void pack_f32_panel(const lms_pack_job *job, int32_t p, float *tmp)
     }
 }
 
-/* One panel of a 16-bit format: column j of the panel is row 32p + j. */
+/* One panel of a 16-bit format: column j of the panel is row 32p + j, at
+ * the places the matrix's order gives (weights.h). */
 static void pack_w16_panel(const lms_pack_job *job, int32_t p, float *tmp)
 {
     const lms_weights *w = job->dst;
@@ -146,22 +147,21 @@ static void pack_w16_panel(const lms_pack_job *job, int32_t p, float *tmp)
                       (job->type == LMS_DTYPE_BF16 && w->format == LMS_WEIGHTS_BF16);
     for (int32_t j = 0; j < LMS_PANEL; j++) {
         const int32_t r = p * LMS_PANEL + j;
-        uint16_t *col = panel + j;
         if (r >= w->n) {
             for (int32_t kk = 0; kk < w->k; kk++)
-                col[(size_t)kk * LMS_PANEL] = 0;
+                panel[lms_weights_w16_at(w, kk, j)] = 0;
             continue;
         }
         const unsigned char *row =
             (const unsigned char *)job->src + (size_t)r * source_row_bytes(job->type, w->k);
         if (same) {
             for (int32_t kk = 0; kk < w->k; kk++)
-                col[(size_t)kk * LMS_PANEL] = lms_load_u16(row + 2 * (size_t)kk);
+                panel[lms_weights_w16_at(w, kk, j)] = lms_load_u16(row + 2 * (size_t)kk);
             continue;
         }
         source_row_f32(job->type, row, w->k, tmp);
         for (int32_t kk = 0; kk < w->k; kk++)
-            col[(size_t)kk * LMS_PANEL] = lms_f32_to_bf16(tmp[kk]);
+            panel[lms_weights_w16_at(w, kk, j)] = lms_f32_to_bf16(tmp[kk]);
     }
 }
 

@@ -208,8 +208,10 @@ typedef struct {
     lms_precision precision; /* default AUTO */
     /* The compute tier (instruction set of the kernels): NULL or "auto"
      * for the fastest the CPU runs, else one of lms_isa_names(); a tier the
-     * CPU cannot run fails lms_engine_open. Every tier gives the same
-     * numbers. */
+     * CPU cannot run fails lms_engine_open. The vector tiers give the
+     * same numbers; the amx tiers round the activations of 16-bit
+     * projections to bf16 (two bf16 values each) and stay within the
+     * precision gates of them (docs/engine.md). */
     const char *isa;
 } lms_engine_options;
 
@@ -241,6 +243,8 @@ typedef struct {
     char precision_reason[200]; /* why: the option, the checkpoint, the CPU */
     char weights[96];           /* the projections' formats, e.g. "q8 x197" */
     const char *isa;            /* the compute tier, e.g. "avx2" (static storage) */
+    char isa_dropped[200];      /* a faster tier auto passed over and why (its start-up
+                                 * self-check failed, the OS refused it), or "" */
     char kernels[64];           /* by format, e.g. "int8 avx512-vnni, 16-bit avx512" */
     int64_t weight_bytes;       /* the projections and embedding as held */
     int64_t parameters;         /* their element count */

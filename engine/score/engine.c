@@ -101,7 +101,8 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
     lms_cpu_features cpu;
     lms_cpu_detect(&cpu);
     const compute_tier *tier;
-    lms_status st = compute_tier_select(e->opt.isa, &cpu, &tier, err);
+    lms_status st =
+        compute_tier_select(e->opt.isa, &cpu, &tier, e->isa_dropped, sizeof e->isa_dropped, err);
     if (st != LMS_OK) goto fail;
     st = lms_model_load(model_path, &e->opt.open_stop, &e->model, err);
     if (st == LMS_OK)
@@ -165,12 +166,14 @@ static void describe_weights(const lms_engine *e, lms_model_info *out)
                                      lms_weights_format_name((lms_weights_format)f), counts[f]);
     const compute_tier *tier = e->tune.matmul.tier;
     out->isa = tier->name;
+    snprintf(out->isa_dropped, sizeof out->isa_dropped, "%s", e->isa_dropped);
     used = 0;
     if (counts[LMS_WEIGHTS_F32])
         used += (size_t)snprintf(out->kernels, sizeof out->kernels, "f32 %s", tier->f32->isa);
     if ((counts[LMS_WEIGHTS_F16] || counts[LMS_WEIGHTS_BF16]) && used < sizeof out->kernels)
-        used += (size_t)snprintf(out->kernels + used, sizeof out->kernels - used, "%s16-bit %s",
-                                 used ? ", " : "", tier->w16->isa);
+        used += (size_t)snprintf(
+            out->kernels + used, sizeof out->kernels - used, "%s16-bit %s", used ? ", " : "",
+            counts[LMS_WEIGHTS_BF16] && tier->bf16_activations ? tier->name : tier->w16->isa);
     if (counts[LMS_WEIGHTS_Q8] && used < sizeof out->kernels)
         snprintf(out->kernels + used, sizeof out->kernels - used, "%sint8 %s", used ? ", " : "",
                  tier->q8->isa);

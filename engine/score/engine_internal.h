@@ -15,6 +15,7 @@ struct lms_engine {
     lms_tokenizer *tokenizer; /* NULL when the checkpoint has none */
     lms_engine_options opt;
     forward_tuning tune;
+    char isa_dropped[200]; /* a tier auto passed over and why (compute_tier_select), or "" */
     prefix_cache *cache;
 };
 

@@ -38,8 +38,9 @@ static bool same_bits(const float *a, const float *b, size_t n)
     return true;
 }
 
-/* x·Wᵀ on every tier the CPU runs that multiplies w's format: the same
- * bits on each. */
+/* x·Wᵀ on every tier the CPU runs that multiplies w's format in its
+ * packed order: the same bits on each. (A BF16 matrix here is k-major: the
+ * amx tiers, with their own order and sequence, are test_matmul's.) */
 static void multiply(const lms_weights *w, const float *x, int32_t rows)
 {
     lms_cpu_features cpu;
@@ -50,7 +51,9 @@ static void multiply(const lms_weights *w, const float *x, int32_t rows)
     if (!first || !y || !s) abort();
     const compute_tier *first_tier = NULL;
     for (const compute_tier *const *t = compute_tiers; *t; t++) {
-        if (!(*t)->runs_on(&cpu) || !compute_tier_multiplies(*t, w->format)) continue;
+        if (!(*t)->runs_on(&cpu) || !compute_tier_multiplies(*t, w->format) ||
+            (w->format == LMS_WEIGHTS_BF16 && (*t)->bf16_at != w->bf16_at))
+            continue;
         memset(y, 0, (size_t)rows * w->n * sizeof *y);
         const matmul_config cfg = {*t};
         matmul(&cfg, w, x, rows, KERNEL_ACCUMULATE, first_tier ? y : first, s);

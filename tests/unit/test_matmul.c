@@ -1,8 +1,9 @@
 /*
  * test_matmul.c — the projections (compute/matmul.c) and the kernels under
  * them (kernels_*.c), on each compute tier (tier_fixture.h): every tier's
- * product is, bit for bit, the sequence of operations kernels.h documents,
- * computed here in plain C; rows do not depend on the batch around them;
+ * product is, bit for bit, the sequence of operations kernels.h documents
+ * (f32 activations, or bf16 on the tiers that round them), computed here
+ * in plain C; rows do not depend on the batch around them;
  * the activation quantiser matches its definition. Shapes are odd on
  * purpose: columns not a multiple of the panel, k not a multiple of the
  * block.
@@ -15,6 +16,7 @@
 #include <omp.h>
 
 #include "alloc.h"
+#include "half.h"
 #include "matmul.h"
 #include "tier_fixture.h"
 #include "weights_fixture.h"
@@ -63,6 +65,55 @@ static float reference_element(const lms_weights *w, const matmul_input *in, int
     return acc;
 }
 
+/* DAZ on an input, FTZ on a result (tdpbf16ps). */
+static float flush(float v)
+{
+    return fpclassify(v) == FP_SUBNORMAL ? copysignf(0.0f, v) : v;
+}
+
+/* One tdpbf16ps step of an element: chains of the even and the odd k
+ * values of a chunk of 32 (zeros past k) from 0, their sum added to acc. */
+static float chunk_step(float acc, const float *a, const float *wrow, int32_t c, int32_t k)
+{
+    float chain[2] = {0.0f, 0.0f};
+    for (int32_t i = 0; i < 32; i++) {
+        const bool in = c + i < k;
+        chain[i % 2] =
+            flush(fmaf(in ? flush(a[i]) : 0.0f, in ? flush(wrow[c + i]) : 0.0f, chain[i % 2]));
+    }
+    return flush(acc + flush(chain[0] + chain[1]));
+}
+
+/* kernels.h's bf16 sequence, per the SDM's tdpbf16ps, from x and the
+ * matrix's values: x as hi = bf16(x) and lo = bf16(x - hi); per chunk of
+ * 32 k values, the hi step, then the lo step. */
+static float reference_bf16_element(const float *x, const float *wrow, int32_t k)
+{
+    float acc = 0.0f;
+    for (int32_t c = 0; c < k; c += 32) {
+        float hi[32] = {0}, lo[32] = {0};
+        for (int32_t i = 0; i < 32 && c + i < k; i++) {
+            hi[i] = lms_bf16_to_f32(lms_f32_to_bf16(x[c + i]));
+            lo[i] = lms_bf16_to_f32(lms_f32_to_bf16(x[c + i] - hi[i]));
+        }
+        acc = chunk_step(chunk_step(acc, hi, wrow, c, k), lo, wrow, c, k);
+    }
+    return acc;
+}
+
+/* pack() in the order the tier keeps a BF16 matrix in (tier.h bf16_at). */
+static lms_weights pack_for(const compute_tier *tier, lms_dtype type, const unsigned char *src,
+                            lms_weights_format format, int32_t n, int32_t k, void **buffer)
+{
+    lms_weights w;
+    lms_error err = {0};
+    assert_int_equal(lms_weights_alloc(&w, type, format, n, k, buffer, &err), LMS_OK);
+    if (format == LMS_WEIGHTS_BF16) w.bf16_at = tier->bf16_at;
+    const lms_pack_job job = {type, src, &w, false};
+    assert_int_equal(lms_pack_run(&job, 1, NULL, &err), LMS_OK);
+    return w;
+}
+
 /* The tiers under test (main), as projection set-ups with 8-row tiles. */
 static matmul_config tiers[FIXTURE_MAX_TIERS];
 static int n_tiers;
@@ -70,7 +121,8 @@ static int n_tiers;
 /* Store and accumulate, 1..40 rows, on every tier: the exact reference;
  * and each row alone equals the row inside the batch. The matrices: each
  * 16-bit format and Q8 from floats (k = 70), and Q8 from block types with
- * every Q8 layout (k = 512: whole super-blocks). */
+ * every Q8 layout (k = 512: whole super-blocks); an odd k for bf16 (the
+ * amx tiers' unpaired last k value). */
 static void test_kernels_are_the_reference(void **state)
 {
     (void)state;
@@ -79,11 +131,12 @@ static void test_kernels_are_the_reference(void **state)
         lms_weights_format format;
         int32_t k;
     } cases[] = {
-        {LMS_DTYPE_F32, LMS_WEIGHTS_F32, 70},  {LMS_DTYPE_Q4_K, LMS_WEIGHTS_F32, 512},
-        {LMS_DTYPE_F16, LMS_WEIGHTS_F16, 70},  {LMS_DTYPE_F32, LMS_WEIGHTS_BF16, 70},
-        {LMS_DTYPE_F32, LMS_WEIGHTS_Q8, 70},   {LMS_DTYPE_Q4_0, LMS_WEIGHTS_Q8, 512},
-        {LMS_DTYPE_Q4_1, LMS_WEIGHTS_Q8, 512}, {LMS_DTYPE_Q4_K, LMS_WEIGHTS_Q8, 512},
-        {LMS_DTYPE_Q6_K, LMS_WEIGHTS_Q8, 512}, {LMS_DTYPE_Q8_0, LMS_WEIGHTS_Q8, 512},
+        {LMS_DTYPE_F32, LMS_WEIGHTS_F32, 70},   {LMS_DTYPE_Q4_K, LMS_WEIGHTS_F32, 512},
+        {LMS_DTYPE_F16, LMS_WEIGHTS_F16, 70},   {LMS_DTYPE_F32, LMS_WEIGHTS_BF16, 70},
+        {LMS_DTYPE_BF16, LMS_WEIGHTS_BF16, 33}, {LMS_DTYPE_F32, LMS_WEIGHTS_Q8, 70},
+        {LMS_DTYPE_Q4_0, LMS_WEIGHTS_Q8, 512},  {LMS_DTYPE_Q4_1, LMS_WEIGHTS_Q8, 512},
+        {LMS_DTYPE_Q4_K, LMS_WEIGHTS_Q8, 512},  {LMS_DTYPE_Q6_K, LMS_WEIGHTS_Q8, 512},
+        {LMS_DTYPE_Q8_0, LMS_WEIGHTS_Q8, 512},
     };
     const int32_t n = 77, max_k = 512, max_rows = 40;
     uint64_t seed = 11;
@@ -115,6 +168,11 @@ static void test_kernels_are_the_reference(void **state)
             const matmul_config cfg = tiers[ti];
             w.x_codes = 1 + run / n_tiers;
             if (!compute_tier_multiplies(cfg.tier, w.format)) continue;
+            const bool bf16_x = cfg.tier->bf16_activations && w.format == LMS_WEIGHTS_BF16;
+            if (w.format == LMS_WEIGHTS_BF16 && w.bf16_at != cfg.tier->bf16_at) {
+                lms_free(buffer);
+                w = pack_for(cfg.tier, type, src, cases[cs].format, n, k, &buffer);
+            }
             for (int32_t rows = 1; rows <= max_rows; rows += 13) {
                 for (int mode = 0; mode < 2; mode++) {
                     for (size_t i = 0; i < (size_t)rows * n; i++)
@@ -124,7 +182,10 @@ static void test_kernels_are_the_reference(void **state)
                     matmul_prepare(&cfg, &w, x, rows, s, &in);
                     for (int32_t r = 0; r < rows; r++)
                         for (int32_t c = 0; c < n; c++) {
-                            float want = reference_element(&w, &in, r, c, wrows + (size_t)c * k);
+                            float want =
+                                bf16_x ? reference_bf16_element(x + (size_t)r * k,
+                                                                wrows + (size_t)c * k, k)
+                                       : reference_element(&w, &in, r, c, wrows + (size_t)c * k);
                             if (mode) want = (float)((size_t)r * n + c) * 0.25f + want;
                             const float got = y[(size_t)r * n + c];
                             if (memcmp(&got, &want, sizeof got))
@@ -247,7 +308,8 @@ static void test_grid_does_not_change_a_row(void **state)
         for (size_t f = 0; f < sizeof formats / sizeof *formats; f++) {
             if (!compute_tier_multiplies(tiers[ti].tier, formats[f])) continue;
             void *buffer;
-            const lms_weights w = pack(LMS_DTYPE_F32, src, formats[f], N, K, &buffer);
+            const lms_weights w =
+                pack_for(tiers[ti].tier, LMS_DTYPE_F32, src, formats[f], N, K, &buffer);
             for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
                 omp_set_num_threads(threads[t]);
                 float *out = t ? y : first;

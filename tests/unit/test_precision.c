@@ -4,7 +4,8 @@
  * tier): what auto picks and says, the accuracy of bf16 and int8 against
  * f32 arithmetic on the same stored weights (the gates of docs/engine.md),
  * empty items and item_first in each precision, and the tier giving every
- * other tier's bits. Multi-item parity and isolation per precision are the
+ * other tier's bits (within the bf16 gates where one of the two rounds the
+ * 16-bit projections' activations to bf16). Multi-item parity and isolation per precision are the
  * multi-item programs, run again by CTest (tests/CMakeLists.txt).
  */
 #include <setjmp.h>
@@ -135,8 +136,17 @@ static void test_accuracy_gates(void **state)
     }
 }
 
+/* Do tiers a and b compute bf16 projections in different sequences
+ * (kernels.h): one of them rounds x to bf16? */
+static bool sequences_differ(const compute_tier *a, const compute_tier *b, lms_precision precision)
+{
+    return precision == LMS_PRECISION_BF16 && a->bf16_activations != b->bf16_activations;
+}
+
 /* The tier under test gives every other tier's bits, request for request,
- * in each precision both run. */
+ * in each precision both run with the same sequence of operations; where
+ * one rounds the activations of 16-bit projections to bf16, it is within
+ * the bf16 gates of the other (printed). */
 static void test_tiers_give_the_same_bits(void **state)
 {
     (void)state;
@@ -152,7 +162,8 @@ static void test_tiers_give_the_same_bits(void **state)
     };
     int compared = 0;
     for (const compute_tier *const *other = compute_tiers; *other; other++) {
-        if (*other == tier || !(*other)->runs_on(&cpu)) continue;
+        char why[200];
+        if (*other == tier || !compute_tier_offered(*other, &cpu, why, sizeof why)) continue;
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
             if (!tier_has(tier, cases[c].precision) || !tier_has(*other, cases[c].precision))
                 continue;
@@ -162,7 +173,16 @@ static void test_tiers_give_the_same_bits(void **state)
             lms_score_result a = fixture_score(a_engine, &f.req, LMS_ALGO_AUTO);
             lms_score_result b = fixture_score(b_engine, &f.req, LMS_ALGO_AUTO);
             const size_t n = (size_t)a.n_items * a.n_labels;
-            if (memcmp(a.logprobs, b.logprobs, n * sizeof *a.logprobs))
+            if (sequences_differ(tier, *other, cases[c].precision)) {
+                const diff d = compare(&a, &b);
+                print_message("%s %s, %s against %s: max |dlogprob| %.3g, mean %.3g\n",
+                              cases[c].model, lms_precision_name(cases[c].precision), tier->name,
+                              (*other)->name, d.max, d.mean);
+                if (d.max > 0.02 || d.mean > 0.01)
+                    fail_msg("%s: the %s tier is off the %s tier's result by max %.3g (gate "
+                             "0.02), mean %.3g (gate 0.01)",
+                             cases[c].model, tier->name, (*other)->name, d.max, d.mean);
+            } else if (memcmp(a.logprobs, b.logprobs, n * sizeof *a.logprobs))
                 fail_msg("%s %s: the %s tier differs from the %s tier", cases[c].model,
                          lms_precision_name(cases[c].precision), tier->name, (*other)->name);
             compared++;

@@ -1,8 +1,9 @@
 /*
  * tier_fixture.h — the compute tiers (engine/compute/tier.h) a kernel test
  * runs on: the one LMSCORE_TEST_ISA names — CTest registers such a test once
- * per tier of the table — or, when it is unset, every tier the CPU runs. A
- * named tier the CPU cannot run skips the whole program with exit code
+ * per tier of the table — or, when it is unset, every tier offered here
+ * (compute_tier_offered: the CPU runs it, the OS grants it, it proves
+ * itself). A named tier not offered skips the whole program with exit code
  * FIXTURE_SKIPPED, which CTest reports as skipped (SKIP_RETURN_CODE).
  */
 #ifndef LMS_TEST_TIER_FIXTURE_H
@@ -31,10 +32,11 @@ static inline int fixture_tiers(const compute_tier **out)
     int n = 0;
     for (const compute_tier *const *t = compute_tiers; *t && n < FIXTURE_MAX_TIERS; t++) {
         if (isa && strcmp(isa, (*t)->name) != 0) continue;
-        if ((*t)->runs_on(&cpu)) {
+        char why[200];
+        if (compute_tier_offered(*t, &cpu, why, sizeof why)) {
             out[n++] = *t;
         } else if (isa) {
-            printf("skipped: the %s tier needs %s, which this CPU lacks\n", isa, (*t)->needs);
+            printf("skipped: %s\n", why);
             exit(FIXTURE_SKIPPED);
         }
     }

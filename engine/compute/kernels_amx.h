@@ -1,0 +1,154 @@
+/*
+ * kernels_amx.h — the amx tiers' projection of BF16 weights on tiles,
+ * written once against the tile layer (tile.h) and included by
+ * kernels_amx.c (the instructions) and kernels_amx_emulated.c (the
+ * emulation), so that the kernel the hardware runs is the one every CPU
+ * tests.
+ *
+ * A BF16 panel is packed in k pairs (amx_bf16_at, the tier's bf16_at):
+ * element (kk, j) at (kk/2)·2·LMS_PANEL + 2j + kk%2, so that 16 pairs of
+ * 16 columns are one B tile read in place (rows 128 bytes apart); for an
+ * odd k the last k value follows unpaired, k-major. x comes as two bf16
+ * values, hi + lo (matmul_input.bf16_hi, _lo: zeros past k up to a
+ * multiple of 32): one bf16 alone moves the demo models' log-probs past
+ * the precision gates (docs/engine.md), two keep 16 bits of x.
+ *
+ * Per 16 rows of x and panel of 32 columns: C0 and C1 (the panel's two
+ * halves of 16 columns) start at zero; per chunk of 32 k values in order,
+ * A and A' (x's hi and lo, 16 rows × 32 bf16) and B0, B1 (16 pairs × 16
+ * columns) are loaded and C0 += A·B0, C1 += A·B1, then C0 += A'·B0,
+ * C1 += A'·B1 (tdpbf16ps); then y = C, or y = y + C. So every
+ * element is kernels.h's bf16 sequence: it depends on its row and column
+ * alone. The last rows of x and the last chunk of k are loaded from a
+ * zero-padded copy: no row or k value outside the matrix is read, and no
+ * other kernel computes a tail.
+ */
+#ifndef LMS_KERNELS_AMX_H
+#define LMS_KERNELS_AMX_H
+
+#include <string.h>
+
+#include "kernels.h"
+#include "tile.h"
+#include "weights.h"
+
+/* Tile numbers: constants, as the instructions encode them. */
+#define AMX_C0 0
+#define AMX_C1 1
+#define AMX_A  2
+#define AMX_B0 3
+#define AMX_B1 4
+#define AMX_A2 5 /* x's lo */
+
+enum {
+    AMX_ROWS = 16,  /* rows of x per tile */
+    AMX_K = 32,     /* bf16 values of k per A row: 16 pairs */
+    AMX_HALF = 16,  /* columns per C and B tile */
+    AMX_BYTES = 64, /* bytes per tile row */
+};
+
+lms_panel_at_fn amx_bf16_at;
+
+static inline void amx_configure(void)
+{
+    tile_config cfg = {.palette = 1};
+    for (int t = AMX_C0; t <= AMX_A2; t++) {
+        cfg.rows[t] = AMX_ROWS;
+        cfg.colsb[t] = AMX_BYTES;
+    }
+    tile_configure(&cfg);
+}
+
+/* A for rows [r, r + 16) of x's plane (hi or lo), chunk ch: in place, or,
+ * past x's last row, a copy with zero rows; *stride in bytes. */
+static inline const uint16_t *amx_a(const matmul_input *in, const uint16_t *plane, int32_t r,
+                                    int32_t ch, uint16_t tail[AMX_ROWS][AMX_K], size_t *stride)
+{
+    const int32_t ld = kernel_bf16_stride(in->k);
+    const uint16_t *a = plane + (size_t)r * ld + (size_t)ch * AMX_K;
+    *stride = (size_t)ld * sizeof *a;
+    if (r + AMX_ROWS <= in->rows) return a;
+    memset(tail, 0, AMX_ROWS * sizeof *tail);
+    for (int32_t i = 0; i < in->rows - r; i++)
+        memcpy(tail[i], a + (size_t)i * ld, sizeof *tail);
+    *stride = sizeof *tail;
+    return tail[0];
+}
+
+/* B for chunk ch, columns [16h, 16h + 16) of a panel: in place where the
+ * chunk's 16 pairs are whole, else a copy in pairs with zeros past k. */
+static inline const uint16_t *amx_b(const uint16_t *panel, int32_t k, int32_t ch, int h,
+                                    uint16_t tail[AMX_K / 2][2 * AMX_HALF], size_t *stride)
+{
+    if ((ch + 1) * AMX_K <= (k & ~1)) {
+        *stride = 2 * LMS_PANEL * sizeof *panel;
+        return panel + (size_t)ch * (AMX_K / 2) * 2 * LMS_PANEL + 2 * AMX_HALF * h;
+    }
+    for (int p = 0; p < AMX_K / 2; p++)
+        for (int j = 0; j < AMX_HALF; j++)
+            for (int e = 0; e < 2; e++) {
+                const int32_t kk = ch * AMX_K + 2 * p + e;
+                tail[p][2 * j + e] = kk < k ? panel[amx_bf16_at(k, kk, AMX_HALF * h + j)] : 0;
+            }
+    *stride = sizeof *tail;
+    return tail[0];
+}
+
+/* Rows [r0, r1) × columns [c0, c1) of y = x·Wᵀ for a BF16 matrix (the
+ * block function's contract, kernels.h). */
+static inline void amx_bf16_block(const lms_weights *w, const matmul_input *in, int32_t r0,
+                                  int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,
+                                  kernel_mode mode)
+{
+    const int32_t k = w->k, chunks = kernel_bf16_stride(k) / AMX_K;
+    uint16_t a_tail[2][AMX_ROWS][AMX_K], b_tail[2][AMX_K / 2][2 * AMX_HALF];
+    float c[AMX_ROWS][LMS_PANEL];
+    amx_configure();
+    for (int32_t r = r0; r < r1; r += AMX_ROWS) {
+        const int32_t n_rows = r1 - r < AMX_ROWS ? r1 - r : AMX_ROWS;
+        for (int32_t col = c0; col < c1; col += LMS_PANEL) {
+            const uint16_t *panel = w->w16 + (size_t)(col / LMS_PANEL) * k * LMS_PANEL;
+            tile_zero(AMX_C0);
+            tile_zero(AMX_C1);
+            for (int32_t ch = 0; ch < chunks; ch++) {
+                size_t sa, sa2, sb0, sb1;
+                const uint16_t *a = amx_a(in, in->bf16_hi, r, ch, a_tail[0], &sa);
+                const uint16_t *a2 = amx_a(in, in->bf16_lo, r, ch, a_tail[1], &sa2);
+                const uint16_t *b0 = amx_b(panel, k, ch, 0, b_tail[0], &sb0);
+                const uint16_t *b1 = amx_b(panel, k, ch, 1, b_tail[1], &sb1);
+                tile_load(AMX_A, a, sa);
+                tile_load(AMX_A2, a2, sa2);
+                tile_load(AMX_B0, b0, sb0);
+                tile_load(AMX_B1, b1, sb1);
+                tile_dpbf16ps(AMX_C0, AMX_A, AMX_B0);
+                tile_dpbf16ps(AMX_C1, AMX_A, AMX_B1);
+                tile_dpbf16ps(AMX_C0, AMX_A2, AMX_B0);
+                tile_dpbf16ps(AMX_C1, AMX_A2, AMX_B1);
+            }
+            tile_store(AMX_C0, c[0], sizeof c[0]);
+            tile_store(AMX_C1, c[0] + AMX_HALF, sizeof c[0]);
+            const int32_t n_cols = c1 - col < LMS_PANEL ? c1 - col : LMS_PANEL;
+            for (int32_t i = 0; i < n_rows; i++) {
+                float *yi = y + (size_t)(r - r0 + i) * ldy + (col - c0);
+                for (int32_t j = 0; j < n_cols; j++)
+                    yi[j] = mode == KERNEL_ACCUMULATE ? yi[j] + c[i][j] : c[i][j];
+            }
+        }
+    }
+    tile_release();
+}
+
+/* The tier's block function: BF16 matrices on tiles, the other formats
+ * through the tier's vector kernels (matmul_panels). */
+#define DEFINE_AMX_BLOCK(name)                                                                     \
+    void name(const struct compute_tier *tier, const lms_weights *w, const matmul_input *in,       \
+              int32_t r0, int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,                \
+              kernel_mode mode)                                                                    \
+    {                                                                                              \
+        if (w->format == LMS_WEIGHTS_BF16)                                                         \
+            amx_bf16_block(w, in, r0, r1, c0, c1, y, ldy, mode);                                   \
+        else                                                                                       \
+            matmul_panels(tier, w, in, r0, r1, c0, c1, y, ldy, mode);                              \
+    }
+
+#endif

@@ -1,0 +1,168 @@
+/*
+ * test_tier.c — choosing a compute tier (compute/tier.c) and a matrix
+ * tier's start-up self-check (compute/tier_proof.c), on every CPU: a copy
+ * of the amx-emulated tier that must prove itself against amx-emulated
+ * stands for a hardware tier. It proves itself; a forced mismatch (the
+ * test hook), a refused enable or a fault in its kernel make auto pass it
+ * over for the next tier and keep why, and fail it when named; auto never
+ * picks an emulation; the real amx tier is offered only where the CPU has
+ * AMX.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "tier.h"
+
+static const compute_tier *find(const char *name)
+{
+    for (const compute_tier *const *t = compute_tiers; *t; t++)
+        if (!strcmp((*t)->name, name)) return *t;
+    fail_msg("no tier %s", name);
+    return NULL;
+}
+
+static lms_cpu_features cpu;
+static compute_tier probe; /* a hardware matrix tier, as far as selection can tell */
+static const compute_tier *table[3];
+
+static int setup(void **state)
+{
+    (void)state;
+    lms_cpu_detect(&cpu);
+    if (!cpu.avx2) return -1; /* amx-emulated needs AVX2 */
+    probe = *find("amx-emulated");
+    probe.name = "probe";
+    probe.emulated = false;
+    probe.proven_against = find("amx-emulated");
+    table[0] = &probe;
+    table[1] = find("avx2");
+    table[2] = NULL;
+    compute_tier_force_mismatch = false;
+    return 0;
+}
+
+static void select_auto(const compute_tier *want, const char *dropped_has)
+{
+    const compute_tier *got = NULL;
+    char dropped[200];
+    lms_error err = {0};
+    assert_int_equal(
+        compute_tier_select_from(table, "auto", &cpu, &got, dropped, sizeof dropped, &err), LMS_OK);
+    assert_ptr_equal(got, want);
+    print_message("auto: %s; dropped: \"%s\"\n", got->name, dropped);
+    if (dropped_has)
+        assert_non_null(strstr(dropped, dropped_has));
+    else
+        assert_string_equal(dropped, "");
+}
+
+static void select_named_fails(const char *why_has)
+{
+    const compute_tier *got = NULL;
+    lms_error err = {0};
+    assert_int_equal(compute_tier_select_from(table, "probe", &cpu, &got, NULL, 0, &err),
+                     LMS_ERR_UNSUPPORTED);
+    assert_string_equal(err.field, "isa");
+    assert_non_null(strstr(err.msg, why_has));
+}
+
+static void test_self_check_passes(void **state)
+{
+    (void)state;
+    char why[200] = "";
+    assert_true(compute_tier_proves(&probe, why, sizeof why));
+    assert_true(compute_tier_proves(find("avx2"), why, sizeof why)); /* nothing to prove */
+    select_auto(&probe, NULL);
+}
+
+static void test_forced_mismatch_drops_the_tier(void **state)
+{
+    (void)state;
+    compute_tier_force_mismatch = true;
+    char why[200] = "";
+    assert_false(compute_tier_proves(&probe, why, sizeof why));
+    assert_non_null(strstr(why, "probe's self-check differs from amx-emulated"));
+    select_auto(find("avx2"), "probe's self-check differs");
+    select_named_fails("differs from amx-emulated");
+    compute_tier_force_mismatch = false;
+    select_auto(&probe, NULL);
+}
+
+static bool refuse(char *why, size_t why_size)
+{
+    snprintf(why, why_size, "probe: refused by the test");
+    return false;
+}
+
+static void test_refused_enable_drops_the_tier(void **state)
+{
+    (void)state;
+    probe.enable = refuse;
+    select_auto(find("avx2"), "refused by the test");
+    select_named_fails("refused by the test");
+    probe.enable = NULL;
+}
+
+/* A kernel that faults: ud2, as a tile instruction the OS did not enable. */
+static void trap_block(const compute_tier *tier, const lms_weights *w, const matmul_input *in,
+                       int32_t r0, int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,
+                       kernel_mode mode)
+{
+    (void)tier, (void)w, (void)in, (void)r0, (void)r1, (void)c0, (void)c1, (void)y, (void)ldy,
+        (void)mode;
+    __builtin_trap();
+}
+
+static void test_fault_drops_the_tier(void **state)
+{
+    (void)state;
+    probe.block = trap_block;
+    select_auto(find("avx2"), "probe faulted");
+    probe.block = find("amx-emulated")->block;
+}
+
+static void test_auto_never_picks_an_emulation(void **state)
+{
+    (void)state;
+    const compute_tier *got = NULL;
+    char dropped[200];
+    lms_error err = {0};
+    assert_int_equal(compute_tier_select("auto", &cpu, &got, dropped, sizeof dropped, &err),
+                     LMS_OK);
+    assert_false(got->emulated);
+    assert_int_equal(compute_tier_select("amx-emulated", &cpu, &got, NULL, 0, &err), LMS_OK);
+    assert_string_equal(got->name, "amx-emulated");
+}
+
+/* The real amx tier: where the CPU lacks AMX it is refused by name with
+ * what it needs; where it has AMX, it is offered or says why not. */
+static void test_amx_only_where_the_cpu_has_it(void **state)
+{
+    (void)state;
+    const compute_tier *got = NULL;
+    lms_error err = {0};
+    const lms_status st = compute_tier_select("amx", &cpu, &got, NULL, 0, &err);
+    print_message("amx on this CPU: %s\n", st == LMS_OK ? "offered" : err.msg);
+    if (!cpu.amx) {
+        assert_int_equal(st, LMS_ERR_UNSUPPORTED);
+        assert_non_null(strstr(err.msg, "which this CPU lacks"));
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_self_check_passes),
+        cmocka_unit_test(test_forced_mismatch_drops_the_tier),
+        cmocka_unit_test(test_refused_enable_drops_the_tier),
+        cmocka_unit_test(test_fault_drops_the_tier),
+        cmocka_unit_test(test_auto_never_picks_an_emulation),
+        cmocka_unit_test(test_amx_only_where_the_cpu_has_it),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
