@@ -146,9 +146,9 @@ def test_build_info_reports_the_precision_in_use(served):
     ([], {"LMSCORE_PRECISION": "INT8"}, "lmscored: LMSCORE_PRECISION --precision: 'INT8' is not "
      "auto, f32, bf16, int8 or int8x2"),
     (["--isa", "avx3"], {}, "lmscored: flag --isa: 'avx3' is not one of "
-     "auto|avx512-vnni|avx512|avx2|generic"),
+     "auto|amx|avx512-vnni|avx512|avx2|generic|amx-emulated"),
     ([], {"LMSCORE_ISA": "sse2"}, "lmscored: LMSCORE_ISA --isa: 'sse2' is not one of "
-     "auto|avx512-vnni|avx512|avx2|generic"),
+     "auto|amx|avx512-vnni|avx512|avx2|generic|amx-emulated"),
 ])
 def test_a_bad_value_is_a_startup_error(args, env, message):
     out = subprocess.run([LMSCORED, "--model", MODEL, "--listen", "127.0.0.1:0", *args],
