@@ -380,20 +380,27 @@ static void on_status_done(cq_tag *tag, bool ok)
     call_unref(c);
 }
 
+/* The first end of a call, whichever kind: its status kept, its outcome
+ * counted (unless its client or deadline stopped it first: destroy counts
+ * that) before its admission ends, so that a reader that sees no call in
+ * flight sees this one counted. Caller holds mu. */
+static void mark_ended_locked(call *c, const rpc_status *st)
+{
+    c->finished = true;
+    atomic_store(&c->ended, true);
+    atomic_store(&g_last_end_ns, monotonic_ns());
+    c->status = *st;
+    if (!atomic_load(&c->cancelled)) count_outcome_locked(c, st->code);
+    leave_admitted_locked(c);
+}
+
 /* Ends a call_open'ed call: st and reply (NULL unless OK) go to its sink.
  * Only the first end counts. */
 static void end_local(call *c, const rpc_status *st, const ProtobufCMessage *reply)
 {
     pthread_mutex_lock(&c->mu);
     bool first = !c->finished;
-    if (first) {
-        c->finished = true;
-        atomic_store(&c->ended, true);
-        atomic_store(&g_last_end_ns, monotonic_ns());
-        c->status = *st;
-        if (!atomic_load(&c->cancelled)) count_outcome_locked(c, st->code);
-        leave_admitted_locked(c);
-    }
+    if (first) mark_ended_locked(c, st);
     pthread_mutex_unlock(&c->mu);
     if (first) c->sink.on_end(c, c->sink.ctx, st, reply);
 }
@@ -408,14 +415,7 @@ static void end_call(call *c, const rpc_status *st, grpc_byte_buffer *reply)
         if (reply) grpc_byte_buffer_destroy(reply);
         return;
     }
-    c->finished = true;
-    atomic_store(&c->ended, true);
-    atomic_store(&g_last_end_ns, monotonic_ns());
-    c->status = *st;
-    /* counted before the admission ends: a reader that sees no call in
-     * flight sees this one counted */
-    if (!atomic_load(&c->cancelled)) count_outcome_locked(c, st->code);
-    leave_admitted_locked(c);
+    mark_ended_locked(c, st);
     c->reply_buf = reply;
     /* An answer comes after every message before it; a failure need not. */
     if (st->code != GRPC_STATUS_OK) drop_queue_locked(c);
