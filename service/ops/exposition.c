@@ -131,8 +131,8 @@ static void requests(text *t, const metrics_detail *d)
 static void errors(text *t, const metrics_detail *d)
 {
     family(t, "lmscore_errors_total", "counter",
-           "gRPC calls that ended with an error, by status code and google.rpc.ErrorInfo "
-           "reason (\"\" when the status carries none)");
+           "Calls (gRPC methods and HTTP endpoints) that ended with an error, by status "
+           "code and google.rpc.ErrorInfo reason (\"\" when the status carries none)");
     for (int r = 0; r <= d->n_reasons; r++)
         for (int c = 1; c < METRICS_N_CODES; c++) {
             int64_t v = r < d->n_reasons ? d->errors_by_reason[r][c] : d->errors_other_reason[c];
@@ -191,7 +191,8 @@ static void histograms(text *t, const metrics_detail *d)
 static void work(text *t, const metrics_detail *d, const metrics_snapshot *s)
 {
     scalar_i(t, "lmscore_requests_started_total", "counter",
-             "gRPC calls accepted (GetModelInfo's stats.requests_total)", s->requests_total);
+             "Calls accepted, gRPC and HTTP (GetModelInfo's stats.requests_total)",
+             s->requests_total);
     scalar_i(t, "lmscore_items_scored_total", "counter",
              "Items scored: a scoring call of N items adds N once it has scored them all, "
              "whatever its algorithm or stream shape (GetModelInfo's stats.items_total)",

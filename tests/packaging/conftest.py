@@ -2,9 +2,11 @@
 build tree (LMSCORE_BUILD_DIR, with the built binaries and models), the pinned
 npm tools (LMSCORE_NPM_TOOLS, installed by install_npm_tools.sh), the
 daemon's own list of LMSCORE_* variables and the metrics it exports (one
-scrape of a real lmscored after a Score call)."""
+scrape of a real lmscored after a gRPC Score call and an HTTP score and
+rerank)."""
 
 import collections
+import json
 import os
 import re
 import signal
@@ -59,29 +61,32 @@ def read(path):
         return f.read()
 
 
-ExportedMetrics = collections.namedtuple("ExportedMetrics", "families labels bucket_bounds")
+ExportedMetrics = collections.namedtuple("ExportedMetrics", "families labels bucket_bounds series")
 
 
 @pytest.fixture(scope="session")
 def exported_metrics(build_dir, tmp_path_factory):
-    """What lmscored's /metrics serves once it has answered one Score call:
-    .families (family names as the text format writes them, counters with
-    _total), .labels (sample name -> the label names it carries) and
-    .bucket_bounds (the histograms' `le` values)."""
+    """What lmscored's /metrics serves once it has answered one gRPC Score
+    call and one HTTP POST /v1/score and /v1/rerank each: .families (family
+    names as the text format writes them, counters with _total), .labels
+    (sample name -> the label names it carries), .bucket_bounds (the
+    histograms' `le` values) and .series (sample name -> the label dicts of
+    its samples)."""
     log_path = tmp_path_factory.mktemp("lmscored") / "log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
             [os.path.join(build_dir, "service", "lmscored"), "--model",
              os.path.join(build_dir, "models", "tiny-qwen3.gguf"), "--listen", "127.0.0.1:0",
-             "--metrics-listen", "127.0.0.1:0"], stdout=log, stderr=subprocess.STDOUT,
+             "--metrics-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"], stdout=log, stderr=subprocess.STDOUT,
             env={k: v for k, v in os.environ.items() if not k.startswith("LMSCORE_")})
     try:
         ports = {}
         deadline = time.monotonic() + 180
-        while len(ports) < 2:
+        while len(ports) < 3:
             assert proc.poll() is None and time.monotonic() < deadline, read(log_path)
-            ports = dict(re.findall(r'msg="(metrics listening|listening)".*?port=(\d+)',
-                                    read(log_path)))
+            ports = dict(re.findall(
+                r'msg="(metrics listening|HTTP listening|listening)".*?port=(\d+)',
+                read(log_path)))
             time.sleep(0.05)
         cli = os.path.join(build_dir, "clients", "c", "lmscore")
         target = ["--target", "127.0.0.1:" + ports["listening"]]
@@ -89,6 +94,14 @@ def exported_metrics(build_dir, tmp_path_factory):
                        capture_output=True)
         subprocess.run([cli, "score", *target, "--query", "Is it?", "--item", " yes",
                         "--label", " yes"], check=True, timeout=120, capture_output=True)
+        for path, body in (("/v1/score", {"query": [1, 2], "items": [[4]],
+                                          "label_token_ids": [6]}),
+                           ("/v1/rerank", {"query": "Is it?", "documents": ["yes"]})):
+            req = urllib.request.Request(f"http://127.0.0.1:{ports['HTTP listening']}{path}",
+                                         data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=120) as resp:
+                resp.read()
         url = f"http://127.0.0.1:{ports['metrics listening']}/metrics"
         with urllib.request.urlopen(url, timeout=30) as resp:
             body = resp.read().decode()
@@ -96,13 +109,15 @@ def exported_metrics(build_dir, tmp_path_factory):
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
     families, labels, bounds = set(), collections.defaultdict(set), set()
+    series = collections.defaultdict(list)
     for family in text_string_to_metric_families(body):
         families.add(family.name + ("_total" if family.type == "counter" else ""))
         for sample in family.samples:
             labels[sample.name] |= set(sample.labels)
+            series[sample.name].append(dict(sample.labels))
             if "le" in sample.labels:
                 bounds.add(sample.labels["le"])
-    return ExportedMetrics(families, dict(labels), bounds)
+    return ExportedMetrics(families, dict(labels), bounds, dict(series))
 
 
 HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")

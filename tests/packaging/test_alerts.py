@@ -4,7 +4,9 @@ accepts both, its unit tests (tests/packaging/lmscore.rules.test.yml) pass
 and would catch a wrong threshold, every alert has a case where it fires and
 a line in docs/operations.md, the PrometheusRule is the one
 scripts/prometheusrule.sh makes from the rules file, and every metric and
-label the rules name is one a real lmscored exports."""
+label the rules name is one a real lmscored exports, and that the error and
+latency rules select the series a real lmscored exports for its HTTP API as
+well as for gRPC."""
 
 import os
 import re
@@ -119,3 +121,53 @@ def test_every_metric_the_rules_name_is_exported(groups, exported_metrics):
         assert not missing, f"{name}: {missing}"
     for le in re.findall(r'le="([^"]+)"', yaml.safe_dump(groups)):
         assert le in exported_metrics.bucket_bounds, f"le={le} is no bucket bound"
+
+
+SELECTOR = re.compile(r"\b(lmscore_[a-z0-9_]+)\{([^}]*)\}")
+MATCHER = re.compile(r'([a-zA-Z_]\w*)\s*(=~|!~|!=|=)\s*"([^"]*)"')
+
+
+def selects(selector, labels):
+    """Whether a PromQL selector's matchers (the text between its braces)
+    all hold for a sample's labels."""
+    for name, op, want in MATCHER.findall(selector):
+        have = labels.get(name, "")
+        ok = {"=": have == want, "!=": have != want,
+              "=~": re.fullmatch(want, have) is not None,
+              "!~": re.fullmatch(want, have) is None}[op]
+        if not ok:
+            return False
+    return True
+
+
+def selected(expr, name, labels):
+    """Whether every selector of `name` in expr, its code and le matchers
+    aside, selects a sample with these labels."""
+    found = [sel for metric, sel in SELECTOR.findall(expr) if metric == name]
+    assert found, f"no {name} in {expr}"
+    return all(selects(re.sub(r'(code|le)\s*=~?\s*"[^"]*"', "", sel), labels) for sel in found)
+
+
+def test_errors_and_latency_rules_see_grpc_and_http(groups, exported_metrics):
+    error_rule = next(r for r in rules(groups, "alert") if r["alert"] == "LmscoreErrorRatioHigh")
+    slow_rules = [r for r in rules(groups, "record") if r["record"].startswith("job:lmscore_slow")]
+    assert len(slow_rules) == 4
+    # every ScoreService method and HTTP endpoint (each exports an OK count
+    # from the start) counts for the error ratio
+    calls = [s for s in exported_metrics.series["lmscore_requests_total"]
+             if s["service"] in ("lmscore.v1.ScoreService", "http")]
+    assert {s["service"] for s in calls} == {"lmscore.v1.ScoreService", "http"}, calls
+    for labels in calls:
+        assert selected(error_rule["expr"], "lmscore_requests_total", labels), labels
+    # the scoring calls the fixture made, over both protocols, count for
+    # the latency objective
+    timed = {(s["service"], s["method"])
+             for s in exported_metrics.series["lmscore_request_duration_seconds_count"]}
+    scoring = {("lmscore.v1.ScoreService", "Score"), ("http", "score"), ("http", "rerank")}
+    assert scoring <= timed, timed
+    for rule in slow_rules:
+        for name in ("lmscore_request_duration_seconds_bucket",
+                     "lmscore_request_duration_seconds_count"):
+            for service, method in scoring:
+                assert selected(rule["expr"], name, {"service": service, "method": method}), \
+                    (rule["record"], name, service, method)

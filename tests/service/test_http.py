@@ -187,6 +187,13 @@ def test_metrics_count_http_calls(daemon, api):
     assert grew("lmscore_errors_total", reason="token_id_exceeds_vocab",
                 code="INVALID_ARGUMENT") == 1
     assert grew("lmscore_items_scored_total") == 2
+    # the HELP texts of the families that counted these HTTP calls say so
+    _, text = Metrics(daemon).get()
+    for family in ("lmscore_requests_total", "lmscore_errors_total",
+                   "lmscore_requests_started_total"):
+        (help_line,) = [line for line in text.splitlines()
+                        if line.startswith(f"# HELP {family} ")]
+        assert "HTTP" in help_line, help_line
 
 
 # --- rerank ----------------------------------------------------------------
