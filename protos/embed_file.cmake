@@ -1,5 +1,5 @@
 # embed_file.cmake — writes INPUT's bytes as a C array, for files the daemon
-# carries inside itself (the served descriptor set).
+# carries inside itself (the served descriptor set, docs/openapi.json).
 #   cmake -DINPUT=file -DOUTPUT=file.c -DSYMBOL=name -P embed_file.cmake
 # defines `const unsigned char name[]` and `const unsigned long name_len`.
 file(READ ${INPUT} hex HEX)

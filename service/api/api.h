@@ -2,8 +2,9 @@
  * api/ — the handlers of both doors. gRPC: lmscore.v1.ScoreService's
  * scoring RPCs (rpc_score) and Tokenize and GetModelInfo (rpc_info),
  * grpc.health.v1 (health), server reflection (reflection, over the
- * descriptor pool of descriptors). HTTP: POST /v1/score (http_score) and
- * POST /v1/rerank (http_rerank, rerank_profile), what every endpoint does
+ * descriptor pool of descriptors). HTTP: POST /v1/score (http_score), the
+ * rerank paths (http_rerank, rerank_profile), GET /health, /v1/models and
+ * /openapi.json (http_info), what every endpoint does
  * around the shared path (http_call), the request bodies read from JSON
  * (json_request), and the HTTP API as the daemon runs it (http_api).
  *

@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 
+#include "http_info.h"
 #include "http_rerank.h"
 #include "http_score.h"
 #include "http_server.h"
@@ -15,7 +16,8 @@ struct http_api {
     const api_keys *keys;
     rerank_profile profile;
     http_score score;
-    http_rerank rerank;
+    http_rerank rerank[3]; /* by rerank_dialect */
+    http_info info;
     const http_endpoint *endpoints[HTTP_API_ENDPOINTS];
     http_server *server;
 };
@@ -33,9 +35,16 @@ lms_status http_api_create(const lmscored_config *cfg, service *svc, const api_k
     a->cfg = cfg;
     a->keys = keys;
     http_score_init(&a->score, svc);
-    http_rerank_init(&a->rerank, svc, &a->profile);
-    a->endpoints[0] = &a->score.endpoint;
-    a->endpoints[1] = &a->rerank.endpoint;
+    http_info_init(&a->info, svc);
+    size_t n = 0;
+    a->endpoints[n++] = &a->score.endpoint;
+    for (rerank_dialect d = RERANK_COHERE; d <= RERANK_TEI; d++) {
+        http_rerank_init(&a->rerank[d], svc, &a->profile, d);
+        a->endpoints[n++] = &a->rerank[d].endpoint;
+    }
+    a->endpoints[n++] = &a->info.health;
+    a->endpoints[n++] = &a->info.models;
+    a->endpoints[n++] = &a->info.openapi;
     *out = a;
     return LMS_OK;
 }
@@ -79,8 +88,8 @@ lms_status http_api_bind(http_api *a, const lms_engine *engine, lms_error *err)
     }
     log_record r;
     log_begin(&r, LOG_WARNING,
-              "the default rerank profile does not fit the model: /v1/rerank "
-              "answers why (choose one with --rerank-profile)");
+              "the default rerank profile does not fit the model: the rerank paths "
+              "answer why (choose one with --rerank-profile)");
     log_str(&r, "error", why.msg);
     log_end(&r);
     return LMS_OK;

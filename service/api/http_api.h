@@ -1,7 +1,8 @@
 /*
  * http_api.h — the HTTP API as the daemon runs it (--http-listen): the
- * rerank profile, the endpoints (POST /v1/score, POST /v1/rerank) and
- * their server, set up around the daemon's phases: created with the other
+ * rerank profile, the endpoints (POST /v1/score; POST /v1/rerank,
+ * /v2/rerank, /rerank; GET /health, /v1/models, /openapi.json) and their
+ * server, set up around the daemon's phases: created with the other
  * handlers (for the metrics), listening once the gRPC server does, the
  * profile bound to the model once it is loaded, stopped after the calls
  * have ended.
@@ -18,7 +19,7 @@
 
 typedef struct http_api http_api;
 
-#define HTTP_API_ENDPOINTS 2
+#define HTTP_API_ENDPOINTS 7
 
 /* Loads the rerank profile and prepares the endpoints; fails on a bad
  * profile (field rerank-profile). */
@@ -31,7 +32,7 @@ const call_handler *http_api_handler(const http_api *a, size_t i);
 lms_status http_api_start(http_api *a, lms_error *err);
 /* The rerank profile's labels with the model's tokenizer. A profile that
  * does not fit the model fails when it was asked for (--rerank-profile);
- * the default only makes /v1/rerank answer why (logged here). */
+ * the default only makes the rerank paths answer why (logged here). */
 lms_status http_api_bind(http_api *a, const lms_engine *engine, lms_error *err);
 /* Stops the server (the calls must have ended); NULL is a no-op. */
 void http_api_stop(http_api *a);

@@ -3,6 +3,7 @@
  */
 #include "http_call.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,28 +27,48 @@ void http_call_fail(call *c, const lms_error *err)
     call_finish(c, &st);
 }
 
-bool http_call_check_model(call *c, const lms_engine *e, char *model)
+bool http_call_served_name(const service *svc, size_t i, char *name, size_t size)
 {
-    lms_model_info mi;
-    lms_engine_model_info(e, &mi);
-    bool served = !model || strcmp(model, mi.name) == 0;
+    const char *p = svc->cfg->served_model_names;
+    if (!p[0]) {
+        lms_model_info mi;
+        lms_engine_model_info(svc->engine, &mi);
+        snprintf(name, size, "%s", mi.name);
+        return i == 0;
+    }
+    for (; i > 0; i--) {
+        p = strchr(p, ',');
+        if (!p++) return false;
+    }
+    snprintf(name, size, "%.*s", (int)strcspn(p, ","), p);
+    return true;
+}
+
+bool http_call_check_model(call *c, const service *svc, char *model)
+{
+    char name[sizeof svc->cfg->served_model_names];
+    bool served = !model;
+    for (size_t i = 0; !served && http_call_served_name(svc, i, name, sizeof name); i++)
+        served = strcmp(model, name) == 0;
     if (!served) {
+        http_call_served_name(svc, 0, name, sizeof name);
         rpc_status st;
         rpc_status_set(&st, GRPC_STATUS_NOT_FOUND, "unknown_model", "model",
-                       "model: this server serves \"%s\", not \"%.64s\" (or leave model out)",
-                       mi.name, model);
+                       "model: this server serves \"%.64s\", not \"%.64s\" (GET /v1/models lists "
+                       "every name it answers to; or leave model out)",
+                       name, model);
         call_finish(c, &st);
     }
     free(model);
     return served;
 }
 
-void http_call_model(json_writer *w, const lms_engine *e)
+void http_call_model(json_writer *w, const service *svc)
 {
-    lms_model_info mi;
-    lms_engine_model_info(e, &mi);
+    char name[sizeof svc->cfg->served_model_names];
+    http_call_served_name(svc, 0, name, sizeof name);
     json_key(w, "model");
-    json_string(w, mi.name);
+    json_string(w, name);
 }
 
 void http_call_usage(json_writer *w, const Lmscore__V1__Usage *u)

@@ -1,8 +1,9 @@
 /*
- * http_rerank.c — the /v1/rerank endpoint (see http_rerank.h).
+ * http_rerank.c — the rerank endpoints (see http_rerank.h).
  */
 #include "http_rerank.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,11 +34,11 @@ static void on_body(call *c, const char *body, size_t len)
         return;
     }
     call_set_state(c, rr); /* freed with the call */
-    if (json_rerank_request(body, len, &budget, rr, &model, &err) != LMS_OK) {
+    if (json_rerank_request(h->dialect, body, len, &budget, rr, &model, &err) != LMS_OK) {
         http_call_fail(c, &err);
         return;
     }
-    if (!http_call_check_model(c, engine, model)) return;
+    if (!http_call_check_model(c, h->svc, model)) return;
     if (!h->profile->bound) {
         http_call_fail(c, &h->profile->unbound);
         return;
@@ -49,6 +50,7 @@ static void on_body(call *c, const char *body, size_t len)
         return;
     }
     if (!rr->return_documents) rerank_request_drop_documents(rr); /* the answer has none */
+    req->return_logprobs = rr->raw_scores;
     score_call_submit(h->svc, c, engine, req, NULL);
 }
 
@@ -62,6 +64,112 @@ static int by_relevance(const void *a, const void *b)
     const ranked *x = a, *y = b;
     if (x->relevance != y->relevance) return x->relevance > y->relevance ? -1 : 1;
     return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* TEI's raw score: the log-odds of the first label, log(p / (1 - p)) of
+ * the relevance p, from the log-probabilities (exact where p rounds to 1):
+ * against the other labels when there are several, else against every
+ * other token. */
+static float log_odds(const Lmscore__V1__ItemScores *it)
+{
+    double first = it->logprobs[0], rest;
+    if (it->n_logprobs > 1) {
+        double top = it->logprobs[1], sum = 0;
+        for (size_t k = 2; k < it->n_logprobs; k++)
+            if (it->logprobs[k] > top) top = it->logprobs[k];
+        for (size_t k = 1; k < it->n_logprobs; k++)
+            sum += exp(it->logprobs[k] - top);
+        rest = top + log(sum);
+    } else {
+        rest = log(-expm1(first));
+    }
+    return (float)(first - rest);
+}
+
+static void document_text(json_writer *w, const char *name, const char *text, bool object)
+{
+    json_key(w, name);
+    if (object) {
+        json_object_open(w);
+        json_key(w, "text");
+    }
+    json_string(w, text);
+    if (object) json_object_close(w);
+}
+
+/* Cohere v1, Jina, vLLM: {model, results, usage}. */
+static void cohere_v1(json_writer *w, const http_rerank *h, const rerank_request *rr,
+                      const ranked *order, size_t shown, const Lmscore__V1__ScoreResponse *resp)
+{
+    json_object_open(w);
+    http_call_model(w, h->svc);
+    json_key(w, "results");
+    json_array_open(w);
+    for (size_t k = 0; k < shown; k++) {
+        json_object_open(w);
+        json_key(w, "index");
+        json_int(w, (int64_t)order[k].index);
+        json_key(w, "relevance_score");
+        json_float(w, order[k].relevance);
+        if (rr->return_documents) document_text(w, "document", rr->documents[order[k].index], true);
+        json_object_close(w);
+    }
+    json_array_close(w);
+    http_call_usage(w, resp->usage);
+    json_object_close(w);
+}
+
+/* Cohere v2: {id, results, meta}; the id is the call's request id. */
+static void cohere_v2(json_writer *w, const call *c, const ranked *order, size_t shown,
+                      const Lmscore__V1__ScoreResponse *resp)
+{
+    json_object_open(w);
+    json_key(w, "id");
+    json_string(w, call_request_id(c));
+    json_key(w, "results");
+    json_array_open(w);
+    for (size_t k = 0; k < shown; k++) {
+        json_object_open(w);
+        json_key(w, "index");
+        json_int(w, (int64_t)order[k].index);
+        json_key(w, "relevance_score");
+        json_float(w, order[k].relevance);
+        json_object_close(w);
+    }
+    json_array_close(w);
+    json_key(w, "meta");
+    json_object_open(w);
+    json_key(w, "api_version");
+    json_object_open(w);
+    json_key(w, "version");
+    json_string(w, "2");
+    json_object_close(w);
+    json_key(w, "tokens");
+    json_object_open(w);
+    json_key(w, "input_tokens");
+    json_int(w, resp->usage ? resp->usage->prompt_tokens : 0);
+    json_key(w, "output_tokens");
+    json_int(w, 0);
+    json_object_close(w);
+    json_object_close(w);
+    json_object_close(w);
+}
+
+/* TEI: [{index, score, text}], every text. */
+static void tei(json_writer *w, const rerank_request *rr, const ranked *order, size_t n,
+                const Lmscore__V1__ScoreResponse *resp)
+{
+    json_array_open(w);
+    for (size_t k = 0; k < n; k++) {
+        json_object_open(w);
+        json_key(w, "index");
+        json_int(w, (int64_t)order[k].index);
+        json_key(w, "score");
+        json_float(w, rr->raw_scores ? log_odds(resp->items[order[k].index]) : order[k].relevance);
+        if (rr->return_documents) document_text(w, "text", rr->documents[order[k].index], false);
+        json_object_close(w);
+    }
+    json_array_close(w);
 }
 
 static void render(call *c, const ProtobufCMessage *reply, json_writer *w)
@@ -79,38 +187,27 @@ static void render(call *c, const ProtobufCMessage *reply, json_writer *w)
         order[i] = (ranked){.relevance = resp->items[i]->scores[0], .index = i};
     qsort(order, n, sizeof *order, by_relevance);
     size_t shown = rr->top_n > 0 && (size_t)rr->top_n < n ? (size_t)rr->top_n : n;
-    json_object_open(w);
-    http_call_model(w, h->svc->engine);
-    json_key(w, "results");
-    json_array_open(w);
-    for (size_t k = 0; k < shown; k++) {
-        json_object_open(w);
-        json_key(w, "index");
-        json_int(w, (int64_t)order[k].index);
-        json_key(w, "relevance_score");
-        json_float(w, order[k].relevance);
-        if (rr->return_documents) {
-            json_key(w, "document");
-            json_object_open(w);
-            json_key(w, "text");
-            json_string(w, rr->documents[order[k].index]);
-            json_object_close(w);
-        }
-        json_object_close(w);
+    switch (h->dialect) {
+    case RERANK_COHERE:
+        cohere_v1(w, h, rr, order, shown, resp);
+        break;
+    case RERANK_COHERE_V2:
+        cohere_v2(w, c, order, shown, resp);
+        break;
+    case RERANK_TEI:
+        tei(w, rr, order, n, resp);
+        break;
     }
-    json_array_close(w);
-    http_call_usage(w, resp->usage);
-    json_object_close(w);
     free(order);
 }
 
-/* dst = src with every "items" made "documents" (cut to size). */
-static void rename_items(char *dst, size_t size, const char *src)
+/* dst = src with every "items" made documents (cut to size). */
+static void rename_items(char *dst, size_t size, const char *src, const char *documents)
 {
     size_t n = 0;
     while (*src && n + 1 < size) {
         if (strncmp(src, "items", 5) == 0) {
-            n += (size_t)snprintf(dst + n, size - n, "documents");
+            n += (size_t)snprintf(dst + n, size - n, "%s", documents);
             if (n >= size) n = size - 1;
             src += 5;
         } else {
@@ -122,27 +219,45 @@ static void rename_items(char *dst, size_t size, const char *src)
 
 /* The shared path calls the documents "items" (in the field and in the
  * message, e.g. "query + items[3] is 9000 tokens"): the client sent
- * documents. */
-static void name_fields(rpc_status *st)
+ * documents (TEI: texts). */
+static void name_as(rpc_status *st, const char *documents)
 {
     char field[sizeof st->field], message[sizeof st->message];
-    rename_items(field, sizeof field, st->field);
-    rename_items(message, sizeof message, st->message);
+    rename_items(field, sizeof field, st->field, documents);
+    rename_items(message, sizeof message, st->message, documents);
     memcpy(st->field, field, sizeof field);
     memcpy(st->message, message, sizeof message);
 }
 
-void http_rerank_init(http_rerank *h, service *svc, const rerank_profile *profile)
+static void name_documents(rpc_status *st)
 {
+    name_as(st, "documents");
+}
+
+static void name_texts(rpc_status *st)
+{
+    name_as(st, "texts");
+}
+
+void http_rerank_init(http_rerank *h, service *svc, const rerank_profile *profile,
+                      rerank_dialect dialect)
+{
+    static const struct {
+        const char *path, *metrics_path;
+    } paths[] = {[RERANK_COHERE] = {"/v1/rerank", "/http/rerank"},
+                 [RERANK_COHERE_V2] = {"/v2/rerank", "/http/rerank_v2"},
+                 [RERANK_TEI] = {"/rerank", "/http/rerank_tei"}};
     h->svc = svc;
     h->profile = profile;
-    h->endpoint = (http_endpoint){.path = "/v1/rerank",
-                                  .handler = {.path = "/http/rerank",
-                                              .shape = CALL_UNARY,
-                                              .counts_as_scoring = true,
-                                              .ctx = h,
-                                              .free_state = state_free},
-                                  .on_body = on_body,
-                                  .render = render,
-                                  .name_fields = name_fields};
+    h->dialect = dialect;
+    h->endpoint =
+        (http_endpoint){.path = paths[dialect].path,
+                        .handler = {.path = paths[dialect].metrics_path,
+                                    .shape = CALL_UNARY,
+                                    .counts_as_scoring = true,
+                                    .ctx = h,
+                                    .free_state = state_free},
+                        .on_body = on_body,
+                        .render = render,
+                        .name_fields = dialect == RERANK_TEI ? name_texts : name_documents};
 }

@@ -31,7 +31,7 @@ static void on_body(call *c, const char *body, size_t len)
         return;
     }
     score_state *state = NULL;
-    if (http_call_check_model(c, engine, model) && !(state = malloc(sizeof *state))) {
+    if (http_call_check_model(c, h->svc, model) && !(state = malloc(sizeof *state))) {
         lms_fail(&err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
         http_call_fail(c, &err);
     }
@@ -80,7 +80,7 @@ static void render(call *c, const ProtobufCMessage *reply, json_writer *w)
     json_object_open(w);
     json_key(w, "object");
     json_string(w, "scoring");
-    http_call_model(w, h->svc->engine);
+    http_call_model(w, h->svc);
     matrix(w, "scores", resp, false);
     if (state->return_logprobs) matrix(w, "logprobs", resp, true);
     json_key(w, "label_token_ids");

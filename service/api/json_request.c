@@ -1,5 +1,5 @@
 /*
- * json_request.c — /v1/score and /v1/rerank bodies into messages (see
+ * json_request.c — /v1/score and the rerank paths' bodies into messages (see
  * json_request.h). The message under construction stays consistent at
  * every step (counts match what the arrays hold), so a failure anywhere
  * frees it whole with protobuf_c_message_free_unpacked.
@@ -208,7 +208,18 @@ enum {
     SEEN_DOCUMENTS = 512,
     SEEN_TOP_N = 1024,
     SEEN_RETURN_DOCUMENTS = 2048,
+    SEEN_RAW_SCORES = 4096,
+    SEEN_TRUNCATE = 8192,
+    SEEN_MAX_TOKENS = 16384,
 };
+
+/* A required member the body left out (or null), once the body has been
+ * read to its end (a body that is not JSON says so first). */
+static bool require(reading *x, unsigned seen, unsigned bit, const char *key)
+{
+    if (!json_end(&x->r) || seen & bit) return true;
+    return json_fail(&x->r, "missing_field", key, "the member is required");
+}
 
 static bool read_model(reading *x, unsigned *seen, char **model)
 {
@@ -258,6 +269,8 @@ lms_status json_score_request(const char *body, size_t len, decode_budget *budge
             if (!read_score_member(&x, key, &seen, req, model)) break;
         }
     }
+    require(&x, seen, SEEN_QUERY, "query");
+    require(&x, seen, SEEN_ITEMS, "items");
     lms_status st = finish(&x, budget, err);
     if (st == LMS_OK) {
         *out = req;
@@ -286,7 +299,7 @@ static char *read_document_object(reading *x, const char *field)
         }
     }
     if (!text && !json_failed(&x->r))
-        json_fail(&x->r, "missing_input", text_field, "a document object needs \"text\"");
+        json_fail(&x->r, "missing_field", text_field, "the member is required");
     if (json_failed(&x->r)) {
         free(text);
         return NULL;
@@ -294,23 +307,27 @@ static char *read_document_object(reading *x, const char *field)
     return text;
 }
 
-static bool read_documents(reading *x, rerank_request *out)
+/* The documents (TEI: texts): strings, or (Cohere v1) {"text": ...}
+ * objects. */
+static bool read_documents(reading *x, rerank_dialect dialect, const char *key, rerank_request *out)
 {
-    if (!json_array_begin(&x->r, "documents")) return false;
+    if (!json_array_begin(&x->r, key)) return false;
+    bool objects = dialect == RERANK_COHERE;
     size_t cap = 0;
     while (json_array_next(&x->r)) {
         char field[48];
-        snprintf(field, sizeof field, "documents[%zu]", out->n_documents);
+        snprintf(field, sizeof field, "%s[%zu]", key, out->n_documents);
         if (!grow(x, (void **)&out->documents, out->n_documents, &cap, sizeof *out->documents))
             return false;
         json_kind t = json_peek(&x->r);
-        char *text = t == JSON_OBJECT   ? read_document_object(x, field)
-                     : t == JSON_STRING ? read_text(x, field)
-                                        : NULL;
+        char *text = t == JSON_OBJECT && objects ? read_document_object(x, field)
+                     : t == JSON_STRING          ? read_text(x, field)
+                                                 : NULL;
         if (!text) {
-            if (t != JSON_INVALID)
+            if (t != JSON_INVALID && !json_failed(&x->r))
                 json_fail(&x->r, "malformed_request", field,
-                          "expected a string or an object with \"text\"");
+                          objects ? "expected a string or an object with \"text\""
+                                  : "expected a string");
             return false;
         }
         out->documents[out->n_documents++] = text;
@@ -318,43 +335,67 @@ static bool read_documents(reading *x, rerank_request *out)
     return !json_failed(&x->r);
 }
 
-static bool read_rerank_member(reading *x, const char *key, unsigned *seen, rerank_request *out,
-                               char **model)
+/* TEI's truncate: false is what lmscore does (a document too long is
+ * refused); true would cut documents, which it does not. */
+static bool read_truncate(reading *x, const char *key)
 {
+    bool truncate;
+    if (!json_read_bool(&x->r, key, &truncate)) return false;
+    if (truncate)
+        return json_fail(&x->r, "truncation_unsupported", key,
+                         "%s: lmscore does not truncate; a text too long for "
+                         "--max-sequence-tokens is refused (sequence_too_long)",
+                         key);
+    return true;
+}
+
+static bool read_rerank_member(reading *x, rerank_dialect dialect, const char *key, unsigned *seen,
+                               rerank_request *out, char **model)
+{
+    bool tei = dialect == RERANK_TEI;
     if (strcmp(key, "query") == 0)
         return first_time(x, seen, SEEN_QUERY, key) && (out->query = read_text(x, "query"));
-    if (strcmp(key, "documents") == 0)
-        return first_time(x, seen, SEEN_DOCUMENTS, key) && read_documents(x, out);
-    if (strcmp(key, "top_n") == 0)
+    if (strcmp(key, tei ? "texts" : "documents") == 0)
+        return first_time(x, seen, SEEN_DOCUMENTS, key) && read_documents(x, dialect, key, out);
+    if (!tei && strcmp(key, "top_n") == 0)
         return first_time(x, seen, SEEN_TOP_N, key) &&
                json_read_int(&x->r, key, 0, INT32_MAX, &out->top_n);
-    if (strcmp(key, "return_documents") == 0)
+    if (strcmp(key, dialect == RERANK_COHERE ? "return_documents" : tei ? "return_text" : "") == 0)
         return first_time(x, seen, SEEN_RETURN_DOCUMENTS, key) &&
                json_read_bool(&x->r, key, &out->return_documents);
-    if (strcmp(key, "model") == 0) return read_model(x, seen, model);
+    if (tei && strcmp(key, "raw_scores") == 0)
+        return first_time(x, seen, SEEN_RAW_SCORES, key) &&
+               json_read_bool(&x->r, key, &out->raw_scores);
+    if (tei && strcmp(key, "truncate") == 0)
+        return first_time(x, seen, SEEN_TRUNCATE, key) && read_truncate(x, key);
+    if (dialect == RERANK_COHERE_V2 && strcmp(key, "max_tokens_per_doc") == 0) {
+        int64_t ignored;
+        return first_time(x, seen, SEEN_MAX_TOKENS, key) &&
+               json_read_int(&x->r, key, 1, INT32_MAX, &ignored);
+    }
+    if (!tei && strcmp(key, "model") == 0) return read_model(x, seen, model);
     return json_skip(&x->r);
 }
 
-lms_status json_rerank_request(const char *body, size_t len, decode_budget *budget,
-                               rerank_request *out, char **model, lms_error *err)
+lms_status json_rerank_request(rerank_dialect dialect, const char *body, size_t len,
+                               decode_budget *budget, rerank_request *out, char **model,
+                               lms_error *err)
 {
     reading x = {.budget = budget};
     json_reader_init(&x.r, body, len);
     memset(out, 0, sizeof *out);
-    out->return_documents = true;
+    out->return_documents = dialect == RERANK_COHERE;
     *model = NULL;
     unsigned seen = 0;
     char key[JSON_KEY_MAX];
     if (json_object_begin(&x.r, "")) {
         while (json_object_next(&x.r, key)) {
             if (json_read_null(&x.r)) continue;
-            if (!read_rerank_member(&x, key, &seen, out, model)) break;
+            if (!read_rerank_member(&x, dialect, key, &seen, out, model)) break;
         }
     }
-    if (!json_failed(&x.r) && !out->query)
-        json_fail(&x.r, "missing_input", "query", "the query is missing");
-    if (!json_failed(&x.r) && !(seen & SEEN_DOCUMENTS))
-        json_fail(&x.r, "missing_input", "documents", "the documents are missing");
+    require(&x, seen, SEEN_QUERY, "query");
+    require(&x, seen, SEEN_DOCUMENTS, dialect == RERANK_TEI ? "texts" : "documents");
     lms_status st = finish(&x, budget, err);
     if (st != LMS_OK) {
         rerank_request_free(out);

@@ -7,14 +7,21 @@
  *   own under their proto names (label_texts, return_logprobs, algorithm as
  *   an enum name or number). A query or item is a string (text) or an array
  *   of token ids; which kinds may mix is the shared conversion's to say.
- * - POST /v1/rerank → a rerank_request (Cohere/Jina/vLLM: query, documents
- *   as strings or {"text": ...} objects, top_n, return_documents, model).
+ * - the rerank paths → a rerank_request, in one of three dialects:
+ *   POST /v1/rerank (Cohere v1, Jina, vLLM): query, documents as strings
+ *   or {"text": ...} objects, top_n, return_documents (default true),
+ *   model; POST /v2/rerank (Cohere v2): query, documents as strings, top_n,
+ *   max_tokens_per_doc, model; POST /rerank (TEI): query, texts,
+ *   return_text, raw_scores, truncate (false only), truncation_direction.
  *
- * Unknown members are skipped, null is the same as absent. Everything is
- * allocated within the decode budget (message_too_large past it) and freed
- * the usual way; *model is the request's "model" (NULL when absent), for
- * the caller to check and free. Errors are json_reader's, with the field
- * that holds the bad value (e.g. "items[2]", "documents[0].text").
+ * A required member that is absent (or null) is refused, missing_field
+ * naming it: a score's query and items, a rerank's query and documents
+ * (texts). Other unknown members are skipped, as proto3's JSON mapping
+ * does, and null is the same as absent. Everything is allocated within the
+ * decode budget (message_too_large past it) and freed the usual way;
+ * *model is the request's "model" (NULL when absent), for the caller to
+ * check and free. Errors are json_reader's, with the field that holds the
+ * bad value (e.g. "items[2]", "documents[0].text").
  */
 #ifndef LMSCORED_JSON_REQUEST_H
 #define LMSCORED_JSON_REQUEST_H
@@ -32,16 +39,24 @@
 lms_status json_score_request(const char *body, size_t len, decode_budget *budget,
                               Lmscore__V1__ScoreRequest **out, char **model, lms_error *err);
 
+typedef enum {
+    RERANK_COHERE,    /* /v1/rerank */
+    RERANK_COHERE_V2, /* /v2/rerank */
+    RERANK_TEI,       /* /rerank */
+} rerank_dialect;
+
 typedef struct {
     char *query;
     char **documents;
     size_t n_documents;
     int64_t top_n;         /* 0: every document */
-    bool return_documents; /* default true, as Jina and vLLM answer */
+    bool return_documents; /* Cohere v1's default true (as Jina and vLLM), else false */
+    bool raw_scores;       /* TEI's: the log-odds instead of the probability */
 } rerank_request;
 
-lms_status json_rerank_request(const char *body, size_t len, decode_budget *budget,
-                               rerank_request *out, char **model, lms_error *err);
+lms_status json_rerank_request(rerank_dialect dialect, const char *body, size_t len,
+                               decode_budget *budget, rerank_request *out, char **model,
+                               lms_error *err);
 /* Frees the documents (and only them). */
 void rerank_request_drop_documents(rerank_request *r);
 void rerank_request_free(rerank_request *r);

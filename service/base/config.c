@@ -60,6 +60,11 @@ static const option_spec options[] = {
      "{\"template\": \"...{query}...{document}...\", \"labels\": [\"yes\", \"no\"]} "
      "(default yes-no; see docs/api.md)",
      OPT_PATH, AT(rerank_profile), 0, 0},
+    {"served-model-name", "LMSCORE_SERVED_MODEL_NAME", "NAME[,NAME...]",
+     "the names a request's \"model\" may carry on the HTTP API (as vLLM's flag), the first "
+     "one answered in \"model\" and listed first by GET /v1/models (default: the model file's "
+     "name)",
+     OPT_PATH, AT(served_model_names), 0, 0},
     {"tls-cert", "LMSCORE_TLS_CERT", "PEM", "server certificate chain; serve TLS (needs --tls-key)",
      OPT_PATH, AT(tls_cert), 0, 0},
     {"tls-key", "LMSCORE_TLS_KEY", "PEM", "server private key (needs --tls-cert)", OPT_PATH,
@@ -284,6 +289,34 @@ static lms_status set_option(lmscored_config *cfg, const option_spec *o, const c
     return lms_fail(err, LMS_ERR_INTERNAL, NULL, o->flag, "unhandled option kind");
 }
 
+/* --served-model-name: names that are not empty, hold no control byte,
+ * come once each and are at most CONFIG_MAX_SERVED_NAMES. */
+static lms_status check_served_names(const char *names, lms_error *err)
+{
+    if (!names[0]) return LMS_OK;
+    const char *flag = "served-model-name";
+    size_t n = 0;
+    for (const char *p = names;; n++) {
+        size_t len = strcspn(p, ",");
+        if (len == 0)
+            return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", flag,
+                            "--%s: name %zu is empty", flag, n + 1);
+        for (size_t i = 0; i < len; i++)
+            if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
+                return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", flag,
+                                "--%s: name %zu holds a control character", flag, n + 1);
+        for (const char *q = names; q < p; q += strcspn(q, ",") + 1)
+            if (strcspn(q, ",") == len && strncmp(q, p, len) == 0)
+                return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", flag,
+                                "--%s: \"%.*s\" is named twice", flag, (int)len, p);
+        if (n + 1 > CONFIG_MAX_SERVED_NAMES)
+            return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", flag,
+                            "--%s: more than %d names", flag, CONFIG_MAX_SERVED_NAMES);
+        if (!p[len]) return LMS_OK;
+        p += len + 1;
+    }
+}
+
 lms_status config_parse(int argc, char **argv, lmscored_config *cfg, config_outcome *outcome,
                         lms_error *err)
 {
@@ -340,6 +373,8 @@ lms_status config_parse(int argc, char **argv, lmscored_config *cfg, config_outc
                         "--max-receive-buffer (%lld) is below --max-message-bytes (%lld): no "
                         "message that size could arrive",
                         (long long)cfg->max_receive_buffer, (long long)cfg->max_message_bytes);
+    lms_status st = check_served_names(cfg->served_model_names, err);
+    if (st != LMS_OK) return st;
     if (!cfg->tls_cert[0] != !cfg->tls_key[0])
         return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", "tls-cert",
                         "--tls-cert and --tls-key go together");

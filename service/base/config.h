@@ -19,7 +19,10 @@ typedef struct {
     char http_listen[256];    /* empty: no HTTP API */
     int http_max_connections;
     char rerank_profile[4096]; /* empty: the default */
-    char tls_cert[4096];       /* both or neither */
+    /* NAME[,NAME...]: the names the HTTP API's "model" may carry, the first
+     * one answered; empty: the model file's name */
+    char served_model_names[1024];
+    char tls_cert[4096]; /* both or neither */
     char tls_key[4096];
     char api_key_file[4096]; /* empty: no API keys, every call is served */
     int workers;
@@ -45,6 +48,9 @@ typedef struct {
     log_format log_format;
     int log_level;
 } lmscored_config;
+
+/* Most names --served-model-name takes. */
+#define CONFIG_MAX_SERVED_NAMES 16
 
 typedef enum {
     CONFIG_RUN,  /* start the daemon */

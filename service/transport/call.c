@@ -191,6 +191,11 @@ void call_set_state(call *c, void *state)
     c->state = state;
 }
 
+const char *call_request_id(const call *c)
+{
+    return c->context.request_id;
+}
+
 int call_metrics_method(const call *c)
 {
     return c->metrics_method;

@@ -122,6 +122,8 @@ void call_accept(grpc_call *gc, const call_handler *h, const char *method, gpr_t
 void *call_ctx(const call *c);
 void *call_state(const call *c);
 void call_set_state(call *c, void *state);
+/* The call's request id (its x-request-id). */
+const char *call_request_id(const call *c);
 /* The call's method as metrics_method_index numbers it. */
 int call_metrics_method(const call *c);
 /* log_begin for a line about c: the method, request id and trace id first. */

@@ -272,6 +272,11 @@ static bool is_json(const char *content_type)
     return *rest == '\0' || *rest == ';';
 }
 
+static const char *method_of(const http_endpoint *ep)
+{
+    return ep->method ? ep->method : MHD_HTTP_METHOD_POST;
+}
+
 static const http_endpoint *find_endpoint(const http_server *s, const char *path)
 {
     for (size_t i = 0; i < s->opt.n_endpoints; i++)
@@ -317,21 +322,22 @@ static exchange *begin(http_server *s, struct MHD_Connection *conn, const char *
         rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "malformed_request", NULL,
                        "%s (RFC 9112)", framing);
         call_finish(ex->c, &st);
-    } else if (!api_keys_check(s->opt.keys, h.authorization, h.authorization_len, h.authorizations,
+    } else if (!(ex->ep && ex->ep->handler.open) &&
+               !api_keys_check(s->opt.keys, h.authorization, h.authorization_len, h.authorizations,
                                &st)) {
         call_finish(ex->c, &st);
     } else if (!ex->ep) {
         /* the path is the client's bytes: not echoed */
-        char served[160] = "";
+        char served[256] = "";
         for (size_t i = 0, n = 0; i < s->opt.n_endpoints && n < sizeof served; i++)
-            n += (size_t)snprintf(served + n, sizeof served - n, "%sPOST %s", i ? ", " : "",
-                                  s->opt.endpoints[i]->path);
+            n += (size_t)snprintf(served + n, sizeof served - n, "%s%s %s", i ? ", " : "",
+                                  method_of(s->opt.endpoints[i]), s->opt.endpoints[i]->path);
         rpc_status_set(&st, GRPC_STATUS_UNIMPLEMENTED, "not_found", NULL,
                        "nothing is served at this path; the endpoints are %s", served);
         call_finish(ex->c, &st);
-    } else if (strcmp(method, MHD_HTTP_METHOD_POST) != 0) {
+    } else if (strcmp(method, method_of(ex->ep)) != 0) {
         rpc_status_set(&st, GRPC_STATUS_UNIMPLEMENTED, "method_not_allowed", NULL,
-                       "%s takes POST, not %.16s", ex->ep->path, method);
+                       "%s takes %s, not %.16s", ex->ep->path, method_of(ex->ep), method);
         call_finish(ex->c, &st);
     } else if (h.content_type && !is_json(h.content_type)) {
         rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "unsupported_media_type", NULL,
@@ -395,7 +401,8 @@ static enum MHD_Result answer(struct MHD_Connection *conn, exchange *ex)
     if (status == MHD_HTTP_UNAUTHORIZED)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, MHD_HTTP_METHOD_POST);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW,
+                                ex->ep ? method_of(ex->ep) : MHD_HTTP_METHOD_POST);
     if (status == MHD_HTTP_TOO_MANY_REQUESTS || status == MHD_HTTP_SERVICE_UNAVAILABLE)
         MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     /* a server that is draining or not ready closes the connection after

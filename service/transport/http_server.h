@@ -22,16 +22,20 @@
 #include "json_writer.h"
 #include "lmscore.h"
 
-/* One endpoint: POST path. Its calls are calls of handler (whose path
- * names it in metrics, e.g. "/http/score", and whose ctx is the endpoint's
- * own context, for call_ctx). */
+/* One endpoint: METHOD path. Its calls are calls of handler (whose path
+ * names it in metrics, e.g. "/http/score", whose ctx is the endpoint's
+ * own context, for call_ctx, and whose open flag serves it without an API
+ * key). */
 typedef struct {
-    const char *path; /* "/v1/score" */
+    const char *path;   /* "/v1/score" */
+    const char *method; /* "GET"; NULL: POST */
     call_handler handler;
     /* The whole body (len bytes, NUL-terminated, valid only during the
-     * call): start the call's work, or end the call saying why not. */
+     * call; empty for a GET): start the call's work, or end the call
+     * saying why not. */
     void (*on_body)(call *c, const char *body, size_t len);
-    /* A successful call's reply as the JSON answer. */
+    /* A successful call's reply as the JSON answer (reply NULL for a call
+     * ended OK without one). */
     void (*render)(call *c, const ProtobufCMessage *reply, json_writer *w);
     /* Optional: an error's field in the endpoint's own terms, when its
      * request becomes a ScoreRequest of other names. */

@@ -393,7 +393,7 @@ bool json_read_int(json_reader *r, const char *field, int64_t min, int64_t max, 
     for (const char *p = start + negative; p < r->at; p++)
         v = v > ((uint64_t)1 << 62) ? v : v * 10 + (uint64_t)(*p - '0');
     bool in_range = negative ? v <= (uint64_t)1 << 62 && -(int64_t)v >= min
-                             : v <= (uint64_t)1 << 62 && (int64_t)v <= max;
+                             : v <= (uint64_t)1 << 62 && (int64_t)v <= max && (int64_t)v >= min;
     if (!in_range)
         return json_fail(r, "malformed_request", field, "%.*s is out of range [%lld, %lld]",
                          (int)(r->at - start < 32 ? r->at - start : 32), start, (long long)min,

@@ -165,6 +165,12 @@ void json_null(json_writer *w)
     raw(w, "null", 4);
 }
 
+void json_raw(json_writer *w, const char *json, size_t len)
+{
+    separate(w);
+    raw(w, json, len);
+}
+
 void json_boolean(json_writer *w, bool v)
 {
     separate(w);

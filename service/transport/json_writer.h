@@ -42,6 +42,9 @@ void json_string_n(json_writer *w, const char *s, size_t len);
 void json_int(json_writer *w, int64_t v);
 void json_boolean(json_writer *w, bool v);
 void json_null(json_writer *w);
+/* A value that is JSON text already (len bytes, written as they are: the
+ * caller vouches for them). */
+void json_raw(json_writer *w, const char *json, size_t len);
 /* The shortest decimal that strtof reads back as v; null for NaN and the
  * infinities, which JSON cannot write. */
 void json_float(json_writer *w, float v);

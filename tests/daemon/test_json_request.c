@@ -5,7 +5,9 @@
  * value, INT32_MIN and INT32_MAX) is refused as unknown_algorithm with
  * gRPC's message, never stored in a C enum that cannot hold it; token ids
  * and top_n at the limits of their ranges are read exactly, one past them
- * refused with the field named. fuzz_json_request checks the same class
+ * refused with the field named; a required member left out is refused by
+ * name (missing_field), and each rerank dialect reads its own members.
+ * fuzz_json_request checks the same class
  * (a body read, written back and read again decodes to the same message)
  * on random bodies.
  */
@@ -41,10 +43,11 @@ static void test_every_named_algorithm_is_read(void **state)
         char body[160];
         for (int by_name = 0; by_name < 2; by_name++) {
             if (by_name)
-                snprintf(body, sizeof body, "{\"query\": [1], \"algorithm\": \"%s\"}",
+                snprintf(body, sizeof body,
+                         "{\"query\": [1], \"items\": [], \"algorithm\": \"%s\"}",
                          d->values[i].name);
             else
-                snprintf(body, sizeof body, "{\"query\": [1], \"algorithm\": %d}",
+                snprintf(body, sizeof body, "{\"query\": [1], \"items\": [], \"algorithm\": %d}",
                          d->values[i].value);
             Lmscore__V1__ScoreRequest *req;
             lms_error err;
@@ -61,7 +64,8 @@ static void test_unnamed_algorithm_numbers_are_refused(void **state)
     const int unnamed[] = {-1, -455555, 5, 17, INT32_MIN, INT32_MAX};
     for (size_t i = 0; i < sizeof unnamed / sizeof *unnamed; i++) {
         char body[96], message[64];
-        snprintf(body, sizeof body, "{\"query\": [1], \"algorithm\": %d}", unnamed[i]);
+        snprintf(body, sizeof body, "{\"query\": [1], \"items\": [], \"algorithm\": %d}",
+                 unnamed[i]);
         snprintf(message, sizeof message, "algorithm: unknown value %d", unnamed[i]);
         Lmscore__V1__ScoreRequest *req = (void *)1;
         lms_error err;
@@ -84,7 +88,7 @@ static void test_token_ids_at_the_edges_of_int32(void **state)
     (void)state;
     Lmscore__V1__ScoreRequest *req;
     lms_error err;
-    assert_int_equal(score("{\"query\": [0, 2147483647, -2147483648], "
+    assert_int_equal(score("{\"query\": [0, 2147483647, -2147483648], \"items\": [], "
                            "\"label_token_ids\": [2147483647]}",
                            &req, &err),
                      LMS_OK);
@@ -121,8 +125,8 @@ static void test_top_n_at_the_edges_of_its_range(void **state)
         rerank_request rr;
         char *model = NULL;
         lms_error err = {0};
-        lms_status st =
-            json_rerank_request(cases[i].body, strlen(cases[i].body), &budget, &rr, &model, &err);
+        lms_status st = json_rerank_request(RERANK_COHERE, cases[i].body, strlen(cases[i].body),
+                                            &budget, &rr, &model, &err);
         assert_int_equal(st, cases[i].status);
         if (st == LMS_OK) {
             assert_int_equal(rr.top_n, cases[i].top_n);
@@ -134,6 +138,125 @@ static void test_top_n_at_the_edges_of_its_range(void **state)
     }
 }
 
+/* Each absent (or null) required member is refused by name, after the
+ * body has been read whole; an empty list is not an absent one. */
+static void test_required_members(void **state)
+{
+    (void)state;
+    const struct {
+        const char *body, *reason, *field;
+    } score_cases[] = {
+        {"{\"query\": [1], \"items\": []}", NULL, NULL},
+        {"{\"query\": [1]}", "missing_field", "items"},
+        {"{\"query\": [1], \"itmes\": [[2]]}", "missing_field", "items"},
+        {"{\"query\": [1], \"items\": null}", "missing_field", "items"},
+        {"{\"items\": [[2]]}", "missing_field", "query"},
+        {"{}", "missing_field", "query"},
+        {"{\"query\": [1]} x", "malformed_request", NULL},
+    };
+    for (size_t i = 0; i < sizeof score_cases / sizeof *score_cases; i++) {
+        Lmscore__V1__ScoreRequest *req = NULL;
+        lms_error err;
+        lms_status st = score(score_cases[i].body, &req, &err);
+        if (!score_cases[i].reason) {
+            assert_int_equal(st, LMS_OK);
+            protobuf_c_message_free_unpacked(&req->base, NULL);
+            continue;
+        }
+        assert_int_equal(st, LMS_ERR_INVALID_ARGUMENT);
+        assert_string_equal(err.reason, score_cases[i].reason);
+        if (score_cases[i].field) assert_string_equal(err.field, score_cases[i].field);
+    }
+    const struct {
+        rerank_dialect dialect;
+        const char *body, *reason, *field;
+    } rerank_cases[] = {
+        {RERANK_COHERE, "{\"query\": \"q\", \"documents\": []}", NULL, NULL},
+        {RERANK_COHERE, "{\"documents\": [\"d\"]}", "missing_field", "query"},
+        {RERANK_COHERE, "{\"query\": \"q\"}", "missing_field", "documents"},
+        {RERANK_COHERE, "{\"query\": \"q\", \"documents\": [{\"title\": \"t\"}]}", "missing_field",
+         "documents[0].text"},
+        {RERANK_COHERE_V2, "{\"query\": \"q\", \"documents\": null}", "missing_field", "documents"},
+        {RERANK_COHERE_V2, "{\"query\": \"q\", \"documents\": [{\"text\": \"d\"}]}",
+         "malformed_request", "documents[0]"},
+        {RERANK_COHERE_V2, "{\"query\": \"q\", \"documents\": [], \"max_tokens_per_doc\": 0}",
+         "malformed_request", "max_tokens_per_doc"},
+        {RERANK_TEI, "{\"query\": \"q\", \"documents\": [\"d\"]}", "missing_field", "texts"},
+        {RERANK_TEI, "{\"query\": \"q\", \"texts\": [\"d\"], \"truncate\": true}",
+         "truncation_unsupported", "truncate"},
+        {RERANK_TEI, "{\"query\": \"q\", \"texts\": [\"d\"], \"truncate\": false}", NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof rerank_cases / sizeof *rerank_cases; i++) {
+        decode_budget budget;
+        decode_budget_init(&budget, 1 << 20);
+        rerank_request rr;
+        char *model = NULL;
+        lms_error err = {0};
+        const char *body = rerank_cases[i].body;
+        lms_status st = json_rerank_request(rerank_cases[i].dialect, body, strlen(body), &budget,
+                                            &rr, &model, &err);
+        free(model);
+        if (!rerank_cases[i].reason) {
+            assert_int_equal(st, LMS_OK);
+            rerank_request_free(&rr);
+            continue;
+        }
+        assert_int_equal(st, LMS_ERR_INVALID_ARGUMENT);
+        assert_string_equal(err.reason, rerank_cases[i].reason);
+        assert_string_equal(err.field, rerank_cases[i].field);
+    }
+}
+
+/* What each dialect reads: its own members, its own defaults. */
+static void test_rerank_dialects(void **state)
+{
+    (void)state;
+    const char *body = "{\"query\": \"q\", \"documents\": [\"d\"], \"texts\": [\"t\", \"u\"], "
+                       "\"return_documents\": false, \"return_text\": true, \"raw_scores\": true, "
+                       "\"top_n\": 1, \"model\": \"m\"}";
+    const struct {
+        rerank_dialect dialect;
+        size_t n_documents;
+        bool return_documents, raw_scores, model;
+        int64_t top_n;
+    } cases[] = {{RERANK_COHERE, 1, false, false, true, 1},
+                 {RERANK_COHERE_V2, 1, false, false, true, 1},
+                 {RERANK_TEI, 2, true, true, false, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        decode_budget budget;
+        decode_budget_init(&budget, 1 << 20);
+        rerank_request rr;
+        char *model = NULL;
+        lms_error err = {0};
+        assert_int_equal(
+            json_rerank_request(cases[i].dialect, body, strlen(body), &budget, &rr, &model, &err),
+            LMS_OK);
+        assert_int_equal(rr.n_documents, cases[i].n_documents);
+        assert_int_equal(rr.return_documents, cases[i].return_documents);
+        assert_int_equal(rr.raw_scores, cases[i].raw_scores);
+        assert_int_equal(rr.top_n, cases[i].top_n);
+        assert_int_equal(model != NULL, cases[i].model);
+        free(model);
+        rerank_request_free(&rr);
+    }
+    /* the defaults: documents back on /v1/rerank only */
+    const char *bare[] = {"{\"query\": \"q\", \"documents\": []}",
+                          "{\"query\": \"q\", \"documents\": []}",
+                          "{\"query\": \"q\", \"texts\": []}"};
+    for (rerank_dialect d = RERANK_COHERE; d <= RERANK_TEI; d++) {
+        decode_budget budget;
+        decode_budget_init(&budget, 1 << 20);
+        rerank_request rr;
+        char *model = NULL;
+        lms_error err = {0};
+        assert_int_equal(
+            json_rerank_request(d, bare[d], strlen(bare[d]), &budget, &rr, &model, &err), LMS_OK);
+        assert_int_equal(rr.return_documents, d == RERANK_COHERE);
+        assert_false(rr.raw_scores);
+        rerank_request_free(&rr);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -141,6 +264,8 @@ int main(void)
         cmocka_unit_test(test_unnamed_algorithm_numbers_are_refused),
         cmocka_unit_test(test_token_ids_at_the_edges_of_int32),
         cmocka_unit_test(test_top_n_at_the_edges_of_its_range),
+        cmocka_unit_test(test_required_members),
+        cmocka_unit_test(test_rerank_dialects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,9 @@
 /*
  * fuzz_json_request.c — libFuzzer target for the HTTP API's JSON reading
  * (service/transport/json_reader.c, service/api/json_request.c). The first
- * input byte picks what the rest is read as: a /v1/score body, a /v1/rerank
- * body, or any JSON text. Properties, each a crash when broken:
+ * input byte picks what the rest is read as: a /v1/score body, a body of
+ * each rerank path (/v1/rerank, /v2/rerank, /rerank), or any JSON text. Properties, each a crash
+ * when broken:
  *
  * - a body read as a request decodes within its budget (a small one, so
  *   that running out of it is exercised too), and every string it yields
@@ -142,14 +143,14 @@ static void score_body(const char *text, size_t len)
     protobuf_c_message_free_unpacked(&req->base, NULL);
 }
 
-static void rerank_body(const char *text, size_t len)
+static void rerank_body(rerank_dialect dialect, const char *text, size_t len)
 {
     decode_budget budget;
     decode_budget_init(&budget, BUDGET);
     rerank_request rr;
     char *model;
     lms_error err = {0};
-    if (json_rerank_request(text, len, &budget, &rr, &model, &err) != LMS_OK) return;
+    if (json_rerank_request(dialect, text, len, &budget, &rr, &model, &err) != LMS_OK) return;
     if (budget.used > budget.limit || !rr.query || rr.top_n < 0) abort();
     check_text(model);
     check_text(rr.query);
@@ -274,7 +275,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         score_body(text, len);
         break;
     case 1:
-        rerank_body(text, len);
+        for (rerank_dialect d = RERANK_COHERE; d <= RERANK_TEI; d++)
+            rerank_body(d, text, len);
         break;
     default:
         plain_json(text, len);

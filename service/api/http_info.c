@@ -1,0 +1,120 @@
+/*
+ * http_info.c — GET /health, /v1/models, /openapi.json (see http_info.h).
+ * Each call ends OK at once, or with the phase's status (health), and its
+ * answer is rendered from what the daemon holds.
+ */
+#include "http_info.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "http_call.h"
+
+/* docs/openapi.json, embedded at build time (service/CMakeLists.txt). */
+extern const unsigned char openapi_json[];
+extern const unsigned long openapi_json_len;
+
+static void end_ok(call *c)
+{
+    rpc_status ok;
+    rpc_status_ok(&ok);
+    call_finish(c, &ok);
+}
+
+static void on_health(call *c, const char *body, size_t len)
+{
+    (void)body, (void)len;
+    http_info *h = call_ctx(c);
+    rpc_status st;
+    switch ((service_phase)atomic_load(&h->svc->phase)) {
+    case PHASE_SERVING:
+        end_ok(c);
+        return;
+    case PHASE_LOADING:
+        rpc_status_set(&st, GRPC_STATUS_UNAVAILABLE, "not_ready", NULL,
+                       "NOT_SERVING: the model is still loading");
+        break;
+    case PHASE_DRAINING:
+        rpc_status_set(&st, GRPC_STATUS_UNAVAILABLE, "draining", NULL,
+                       "NOT_SERVING: the server is shutting down");
+        break;
+    }
+    call_finish(c, &st);
+}
+
+static void render_health(call *c, const ProtobufCMessage *reply, json_writer *w)
+{
+    (void)c, (void)reply;
+    json_object_open(w);
+    json_key(w, "status");
+    json_string(w, "SERVING");
+    json_object_close(w);
+}
+
+/* The model list needs the engine (its name): admitted as a scoring call
+ * is, so it is 503 while the model loads. */
+static void on_models(call *c, const char *body, size_t len)
+{
+    (void)body, (void)len;
+    http_info *h = call_ctx(c);
+    if (http_call_admit(h->svc, c)) end_ok(c);
+}
+
+static void render_models(call *c, const ProtobufCMessage *reply, json_writer *w)
+{
+    (void)reply;
+    const http_info *h = call_ctx(c);
+    char name[sizeof h->svc->cfg->served_model_names];
+    json_object_open(w);
+    json_key(w, "object");
+    json_string(w, "list");
+    json_key(w, "data");
+    json_array_open(w);
+    for (size_t i = 0; http_call_served_name(h->svc, i, name, sizeof name); i++) {
+        json_object_open(w);
+        json_key(w, "id");
+        json_string(w, name);
+        json_key(w, "object");
+        json_string(w, "model");
+        json_key(w, "created");
+        json_int(w, h->created);
+        json_key(w, "owned_by");
+        json_string(w, "lmscore");
+        json_object_close(w);
+    }
+    json_array_close(w);
+    json_object_close(w);
+}
+
+static void on_openapi(call *c, const char *body, size_t len)
+{
+    (void)body, (void)len;
+    end_ok(c);
+}
+
+static void render_openapi(call *c, const ProtobufCMessage *reply, json_writer *w)
+{
+    (void)c, (void)reply;
+    json_raw(w, (const char *)openapi_json, openapi_json_len);
+}
+
+static http_endpoint get(const char *path, const char *metrics_path, bool open, http_info *h,
+                         void (*on_body)(call *, const char *, size_t),
+                         void (*render)(call *, const ProtobufCMessage *, json_writer *))
+{
+    return (http_endpoint){
+        .path = path,
+        .method = "GET",
+        .handler = {.path = metrics_path, .shape = CALL_UNARY, .open = open, .ctx = h},
+        .on_body = on_body,
+        .render = render};
+}
+
+void http_info_init(http_info *h, service *svc)
+{
+    h->svc = svc;
+    h->created = (int64_t)time(NULL);
+    h->health = get("/health", "/http/health", true, h, on_health, render_health);
+    h->models = get("/v1/models", "/http/models", false, h, on_models, render_models);
+    h->openapi = get("/openapi.json", "/http/openapi", true, h, on_openapi, render_openapi);
+}
