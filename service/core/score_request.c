@@ -65,7 +65,10 @@ static lms_status input_tokens(const lms_engine *e, const Lmscore__V1__Input *in
                                bool add_special, int64_t max_text_bytes, const char *field,
                                int32_t **ids, int32_t *len, lms_error *err)
 {
-    if (!in || in->kind_case == LMSCORE__V1__INPUT__KIND__NOT_SET)
+    if (!in) /* only a query can be absent: a message field has presence */
+        return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "missing_field", field,
+                        "%s: the field is required", field);
+    if (in->kind_case == LMSCORE__V1__INPUT__KIND__NOT_SET)
         return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "missing_input", field,
                         "%s: set either text or token_ids", field);
     bool is_text = in->kind_case == LMSCORE__V1__INPUT__KIND_TEXT;

@@ -77,7 +77,7 @@ CASES = {
     "unknown_algorithm": (score_request(algorithm=17), "algorithm"),
 }
 REASON = {"label_over_vocab": "token_id_exceeds_vocab", "mixed_labels": "mixed_input_types",
-          "missing_query": "missing_input"}
+          "missing_query": "missing_field"}
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -474,10 +474,10 @@ def test_rerank_errors(small):
         ({"query": "q", "documents": ["d", "word " * 20]}, 400, "sequence_too_long",
          "documents[1]"),
         ({"query": "q", "documents": ["d", "x" * 300]}, 400, "text_too_long", "documents[1]"),
-        ({"documents": ["d"]}, 400, "missing_input", "query"),
-        ({"query": "q"}, 400, "missing_input", "documents"),
+        ({"documents": ["d"]}, 400, "missing_field", "query"),
+        ({"query": "q"}, 400, "missing_field", "documents"),
         ({"query": "q", "documents": [1]}, 400, "malformed_request", "documents[0]"),
-        ({"query": "q", "documents": [{"title": "t"}]}, 400, "missing_input", "documents[0].text"),
+        ({"query": "q", "documents": [{"title": "t"}]}, 400, "missing_field", "documents[0].text"),
         ({"query": "q", "documents": ["d"], "top_n": -1}, 400, "malformed_request", "top_n"),
         ({"query": "q", "documents": ["d"], "model": "other"}, 404, "unknown_model", "model"),
     ]

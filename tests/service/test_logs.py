@@ -101,7 +101,7 @@ def test_a_failed_call_returns_its_request_id_too(daemon, stub):
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert ("x-request-id", "failing-1") in [(m.key, m.value) for m in e.value.initial_metadata()]
     done = finished(daemon, "failing-1")
-    assert done["code"] == "INVALID_ARGUMENT" and done["reason"] == "missing_input"
+    assert done["code"] == "INVALID_ARGUMENT" and done["reason"] == "missing_field"
 
 
 def test_without_a_client_id_one_is_made_per_call(daemon, stub):
