@@ -218,7 +218,7 @@ enum {
 static bool require(reading *x, unsigned seen, unsigned bit, const char *key)
 {
     if (!json_end(&x->r) || seen & bit) return true;
-    return json_fail(&x->r, "missing_field", key, "the member is required");
+    return json_fail(&x->r, "missing_field", key, "missing, and required");
 }
 
 static bool read_model(reading *x, unsigned *seen, char **model)
@@ -299,7 +299,7 @@ static char *read_document_object(reading *x, const char *field)
         }
     }
     if (!text && !json_failed(&x->r))
-        json_fail(&x->r, "missing_field", text_field, "the member is required");
+        json_fail(&x->r, "missing_field", text_field, "missing, and required");
     if (json_failed(&x->r)) {
         free(text);
         return NULL;

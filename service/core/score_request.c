@@ -67,7 +67,7 @@ static lms_status input_tokens(const lms_engine *e, const Lmscore__V1__Input *in
 {
     if (!in) /* only a query can be absent: a message field has presence */
         return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "missing_field", field,
-                        "%s: the field is required", field);
+                        "%s: missing, and required", field);
     if (in->kind_case == LMSCORE__V1__INPUT__KIND__NOT_SET)
         return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "missing_input", field,
                         "%s: set either text or token_ids", field);

@@ -123,6 +123,16 @@ def test_http_needs_a_key(daemon):
     status, _, got = api.rerank({"query": "q", "documents": ["d"]},
                                 headers={"Authorization": f"Bearer {KEYS[1]}"})
     assert status == 200, got
+    for path in ("/v2/rerank", "/rerank"):
+        refused("missing_api_key", path=path)
+    # health and the spec are open; the model list says what is served
+    for path in ("/health", "/openapi.json"):
+        assert api.post(path, b"", method="GET")[0] == 200, path
+    status, _, got = api.post("/v1/models", b"", method="GET")
+    assert status == 401 and http_error(got) == ("missing_api_key", None), got
+    status, _, got = api.post("/v1/models", b"", method="GET",
+                              headers={"Authorization": f"Bearer {KEYS[0]}"})
+    assert status == 200 and got["data"][0]["id"] == "tiny-qwen3", got
     # nothing is said about what is served without a key
     refused("missing_api_key", path="/v1/nothing")
     status, _, got = api.post("/v1/nothing", body, headers={"Authorization": f"Bearer {KEYS[0]}"})

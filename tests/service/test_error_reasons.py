@@ -2,8 +2,9 @@
 the comment of protos/lmscore/v1/score.proto and in docs/api.md's error table.
 
 The reasons are read from the C sources: the reason argument of every
-rpc_status_set (the service's statuses) and every lms_fail (engine and
-service errors, mapped onto statuses by rpc_status_from_error), less the few
+rpc_status_set (the service's statuses), every lms_fail (engine and
+service errors, mapped onto statuses by rpc_status_from_error) and every
+json_fail (the HTTP API's reading of its bodies), less the few
 that only startup errors carry, which are logged and never sent.
 """
 import glob
@@ -17,6 +18,8 @@ STARTUP_ONLY = {
     "bind_failed": "the listen address cannot be bound: lmscored exits 1",
 }
 CALL = re.compile(r'\b(?:rpc_status_set|lms_fail)\(\s*[^,]+,\s*[A-Z_]+,\s*"([a-z_]+)"', re.S)
+# the HTTP API's JSON reading: json_fail(reader, reason, field, ...)
+JSON_FAIL = re.compile(r'\bjson_fail\(\s*[^,]+,\s*"([a-z_]+)"', re.S)
 
 
 def source_reasons():
@@ -24,7 +27,8 @@ def source_reasons():
     for path in glob.glob(os.path.join(SOURCE, "engine", "**", "*.c"), recursive=True) + \
             glob.glob(os.path.join(SOURCE, "service", "**", "*.c"), recursive=True):
         with open(path, encoding="utf-8") as f:
-            for reason in CALL.findall(f.read()):
+            text = f.read()
+            for reason in CALL.findall(text) + JSON_FAIL.findall(text):
                 found.setdefault(reason, os.path.relpath(path, SOURCE))
     return found
 
@@ -49,7 +53,7 @@ def test_the_scan_finds_the_known_reasons():
     reasons = source_reasons()
     # a few from each kind of call site, so a broken pattern cannot pass
     for r in ("queue_full", "draining", "token_id_exceeds_vocab", "unknown_algorithm",
-              "malformed_request", *STARTUP_ONLY):
+              "malformed_request", "truncation_unsupported", *STARTUP_ONLY):
         assert r in reasons, r
 
 

@@ -6,9 +6,13 @@ and the gRPC call's reason and field; bodies over the limits are refused
 without being held (a 1 GiB Content-Length, a chunked body past the limit,
 slow bodies against the receive budget) and memory stays bounded; a client
 that hangs up cancels its call; the calls are counted in the metrics; the
-queue, the loading and the drain answer 429 and 503.
+queue, the loading and the drain answer 429 and 503 (and GET /health
+says so). /v2/rerank and /rerank rank with /v1/rerank's numbers in their
+own shapes; required members left out are refused by name; the served
+names (--served-model-name) are the ones a request may name.
 """
 import json
+import math
 import signal
 import socket
 import struct
@@ -203,12 +207,12 @@ DOCS = ["Paris is the capital of France.", "Berlin is in Germany.", "Bananas are
         "The Eiffel tower is in Paris."]
 
 
-def yes_no_request(query, docs):
+def yes_no_request(query, docs, **fields):
     """The ScoreRequest the default profile (yes-no) makes of a rerank."""
     return score_pb2.ScoreRequest(
         query=text(f"Query: {query}\nDocument:"),
         items=[text(f" {d}\nIs the document relevant to the query? Answer:") for d in docs],
-        label_token_ids=[YES, NO], apply_softmax=True)
+        label_token_ids=[YES, NO], apply_softmax=True, **fields)
 
 
 def test_rerank(api, stub):
@@ -233,6 +237,110 @@ def test_rerank(api, stub):
     assert all("document" not in r for r in top["results"])
     status, _, none = api.rerank({"query": QUERY, "documents": []})
     assert status == 200 and none["results"] == []
+
+
+def log_odds(it):
+    """The log-odds of the first label from an item's log-probabilities, in
+    float64: what /rerank's raw_scores answers."""
+    first, rest = it.logprobs[0], list(it.logprobs[1:])
+    top = max(rest)
+    return first - (top + math.log(sum(math.exp(x - top) for x in rest)))
+
+
+def test_rerank_dialects(api, stub):
+    """/v2/rerank (Cohere v2) and /rerank (TEI) rank with /v1/rerank's
+    numbers, bit for bit, each in its own shape; TEI's raw_scores are the
+    log-odds whose sigmoid is the relevance."""
+    grpc_items = stub.Score(yes_no_request(QUERY, DOCS, return_logprobs=True),
+                            timeout=120).items
+    want = [it.scores[0] for it in grpc_items]
+    order = sorted(range(len(DOCS)), key=lambda i: (-want[i], i))
+
+    status, headers, v2 = api.post("/v2/rerank", {"model": "tiny-qwen3", "query": QUERY,
+                                                  "documents": DOCS, "top_n": 2,
+                                                  "max_tokens_per_doc": 512, "priority": 0})
+    assert status == 200, v2
+    assert set(v2) == {"id", "results", "meta"}, v2
+    assert v2["id"] == headers["x-request-id"]
+    assert [r["index"] for r in v2["results"]] == order[:2]
+    for r in v2["results"]:
+        assert set(r) == {"index", "relevance_score"}
+        assert bits(r["relevance_score"]) == bits(want[r["index"]])
+    assert v2["meta"]["api_version"] == {"version": "2"}
+    status, _, v1 = api.rerank({"query": QUERY, "documents": DOCS})
+    assert v2["meta"]["tokens"] == {"input_tokens": v1["usage"]["prompt_tokens"],
+                                    "output_tokens": 0}
+
+    status, _, tei = api.post("/rerank", {"query": QUERY, "texts": DOCS,
+                                          "truncate": False, "truncation_direction": "Right"})
+    assert status == 200 and isinstance(tei, list), tei
+    assert [r["index"] for r in tei] == order
+    assert all(set(r) == {"index", "score"} for r in tei), tei
+    assert [bits(r["score"]) for r in tei] == [bits(want[i]) for i in order]
+    status, _, raw = api.post("/rerank", {"query": QUERY, "texts": DOCS, "raw_scores": True,
+                                          "return_text": True})
+    assert status == 200, raw
+    assert [r["index"] for r in raw] == order
+    for r in raw:
+        assert r["text"] == DOCS[r["index"]]
+        assert r["score"] == pytest.approx(log_odds(grpc_items[r["index"]]), rel=1e-6, abs=1e-6)
+        assert 1 / (1 + math.exp(-r["score"])) == pytest.approx(want[r["index"]], rel=1e-5)
+
+
+def test_required_members_and_misspellings(api):
+    """A required member left out (or misspelled) is refused by name; a
+    misspelled optional member is skipped, as proto3 JSON skips it."""
+    base = {"query": [1, 2], "items": [[3]], "label_token_ids": [4]}
+    for body, field in [({k: v for k, v in base.items() if k != "items"}, "items"),
+                        ({"query": [1, 2], "itmes": [[3]], "label_token_ids": [4]}, "items"),
+                        (dict(base, items=None), "items"),
+                        ({k: v for k, v in base.items() if k != "query"}, "query")]:
+        status, _, got = api.score(body)
+        assert status == 400 and http_error(got) == ("missing_field", field), (body, got)
+    status, _, got = api.score(dict(base, apply_sofmax=True))
+    assert status == 200 and got["scores"][0][0] < 0.5, got  # not normalised: skipped
+    for path, body, field in [("/v1/rerank", {"query": "q"}, "documents"),
+                              ("/v2/rerank", {"documents": ["d"]}, "query"),
+                              ("/rerank", {"query": "q", "documents": ["d"]}, "texts")]:
+        status, _, got = api.post(path, body)
+        assert status == 400 and http_error(got) == ("missing_field", field), (path, got)
+
+
+def test_get_paths(api):
+    status, headers, got = api.post("/health", b"", method="GET")
+    assert (status, got) == (200, {"status": "SERVING"}) and headers["x-request-id"]
+    status, _, got = api.post("/v1/models", b"", method="GET")
+    assert status == 200 and [m["id"] for m in got["data"]] == ["tiny-qwen3"], got
+    assert got["object"] == "list" and got["data"][0]["object"] == "model"
+    assert abs(got["data"][0]["created"] - time.time()) < 3600
+    status, _, got = api.post("/openapi.json", b"", method="GET")
+    assert status == 200 and got["openapi"].startswith("3.1")
+    for path in ("/health", "/v1/models", "/openapi.json"):
+        status, headers, got = api.post(path, {})
+        assert status == 405 and headers["Allow"] == "GET", got
+        assert http_error(got) == ("method_not_allowed", None)
+
+
+def test_served_model_names():
+    """--served-model-name: every name is accepted, the first is answered
+    and listed first; the file's own name is then not served."""
+    with Daemon("--http-listen", "127.0.0.1:0", "--served-model-name", "alpha,rerank-v3.5") as d:
+        api = Http(d)
+        body = {"query": [1, 2], "items": [[3]], "label_token_ids": [4]}
+        for name in ("alpha", "rerank-v3.5", None):
+            status, _, got = api.score(dict(body, model=name) if name else body)
+            assert status == 200 and got["model"] == "alpha", got
+        status, _, got = api.score(dict(body, model="tiny-qwen3"))
+        assert status == 404 and http_error(got) == ("unknown_model", "model"), got
+        status, _, got = api.post("/v2/rerank", {"model": "rerank-v3.5", "query": "q",
+                                                 "documents": ["d"]})
+        assert status == 200, got
+        status, _, got = api.post("/v1/models", b"", method="GET")
+        assert [m["id"] for m in got["data"]] == ["alpha", "rerank-v3.5"], got
+    for bad in ("a,,b", "a,a", ",", "a\tb", ",".join(f"m{i}" for i in range(17))):
+        run = subprocess.run([LMSCORED, "--model", MODEL, "--served-model-name", bad],
+                             capture_output=True, text=True, timeout=60)
+        assert run.returncode == 2 and "served-model-name" in run.stderr, (bad, run.stderr)
 
 
 def test_rerank_profiles(tmp_path):
@@ -313,7 +421,7 @@ ERROR_CASES = {
     "label_over_vocab": both([1, 2, 3], [[4]], [6, VOCAB + 3]),
     "mixed_input_types": both("hello", [" a", [5]], [6]),
     "missing_input": both([1, 2, 3], [[4], None], [6]),
-    "missing_query": both(None, [[4]], [6]),
+    "missing_field": both(None, [[4]], [6]),
     "empty_query": both([], [[]], [6]),
     "too_many_items": both([1, 2, 3], [[4]] * 9, [6]),
     "sequence_too_long": both([1, 2, 3], [[4], [5] * 40], [6]),
@@ -329,8 +437,9 @@ def test_errors_match_grpc(small, case):
     body, req = ERROR_CASES[case]
     if case == "unknown_algorithm":
         body["algorithm"], req.algorithm = 17, 17
-    if case == "missing_query":
+    if case == "missing_field":
         del body["query"]
+        req.ClearField("query")
     with pytest.raises(grpc.RpcError) as e:
         stub.Score(req, timeout=60)
     info = error_info(e.value)
@@ -503,7 +612,11 @@ def test_queue_loading_and_drain():
         status, headers, got = api.score(body)
         assert status == 503 and http_error(got) == ("not_ready", None), got
         assert headers["Retry-After"] == "1"
+        status, headers, got = api.post("/health", b"", method="GET")
+        assert status == 503 and http_error(got) == ("not_ready", None), got
+        assert headers["Retry-After"] == "1"
         d.wait_serving()
+        assert api.post("/health", b"", method="GET")[:3:2] == (200, {"status": "SERVING"})
         results = []
         threads = [threading.Thread(target=lambda: results.append(api.score(body)))
                    for _ in range(4)]
@@ -526,6 +639,8 @@ def test_queue_loading_and_drain():
         d.proc.send_signal(signal.SIGTERM)
         d.wait_for_log(r"signal received: draining", 60)
         status, headers, got = api.score(body)
+        assert status == 503 and http_error(got) == ("draining", None), got
+        status, _, got = api.post("/health", b"", method="GET")
         assert status == 503 and http_error(got) == ("draining", None), got
         # no client sends its next request on a connection of a server
         # that is going away

@@ -18,7 +18,7 @@ from lmscore.v1 import score_pb2, score_pb2_grpc
 SERVICES = {"lmscore.v1.ScoreService", "grpc.health.v1.Health",
             "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"}
 NODE_DIR = os.environ.get("LMSCORE_NODE_CLIENTS_DIR")
-CLIENT_JS = os.path.join(os.path.dirname(__file__), "reflection-client", "client.js")
+CLIENT_JS = os.path.join(os.path.dirname(__file__), "node-clients", "client.js")
 
 
 @pytest.fixture(scope="module")
