@@ -97,6 +97,17 @@ static void document_text(json_writer *w, const char *name, const char *text, bo
     if (object) json_object_close(w);
 }
 
+/* A Cohere result opened: {"index", "relevance_score" (the caller closes
+ * it, after what else it holds). */
+static void ranked_result(json_writer *w, const ranked *r)
+{
+    json_object_open(w);
+    json_key(w, "index");
+    json_int(w, (int64_t)r->index);
+    json_key(w, "relevance_score");
+    json_float(w, r->relevance);
+}
+
 /* Cohere v1, Jina, vLLM: {model, results, usage}. */
 static void cohere_v1(json_writer *w, const http_rerank *h, const rerank_request *rr,
                       const ranked *order, size_t shown, const Lmscore__V1__ScoreResponse *resp)
@@ -106,11 +117,7 @@ static void cohere_v1(json_writer *w, const http_rerank *h, const rerank_request
     json_key(w, "results");
     json_array_open(w);
     for (size_t k = 0; k < shown; k++) {
-        json_object_open(w);
-        json_key(w, "index");
-        json_int(w, (int64_t)order[k].index);
-        json_key(w, "relevance_score");
-        json_float(w, order[k].relevance);
+        ranked_result(w, &order[k]);
         if (rr->return_documents) document_text(w, "document", rr->documents[order[k].index], true);
         json_object_close(w);
     }
@@ -129,11 +136,7 @@ static void cohere_v2(json_writer *w, const call *c, const ranked *order, size_t
     json_key(w, "results");
     json_array_open(w);
     for (size_t k = 0; k < shown; k++) {
-        json_object_open(w);
-        json_key(w, "index");
-        json_int(w, (int64_t)order[k].index);
-        json_key(w, "relevance_score");
-        json_float(w, order[k].relevance);
+        ranked_result(w, &order[k]);
         json_object_close(w);
     }
     json_array_close(w);

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,6 +116,31 @@ static void test_bad_values_name_their_flag(void **state)
     unsetenv("LMSCORE_QUEUE_DEPTH");
 }
 
+/* --served-model-name: names kept as given (the variable too); empty
+ * names, a name twice, a control byte or more than the limit refused. */
+static void test_served_model_names(void **state)
+{
+    (void)state;
+    lmscored_config cfg;
+    config_outcome outcome;
+    lms_error err;
+    assert_int_equal(parse(&cfg, &outcome, &err, "--model", "m", NULL), LMS_OK);
+    assert_string_equal(cfg.served_model_names, "");
+    setenv("LMSCORE_SERVED_MODEL_NAME", "rerank-v3.5,tiny", 1);
+    assert_int_equal(parse(&cfg, &outcome, &err, "--model", "m", NULL), LMS_OK);
+    unsetenv("LMSCORE_SERVED_MODEL_NAME");
+    assert_string_equal(cfg.served_model_names, "rerank-v3.5,tiny");
+    char many[256] = "m0";
+    for (int i = 1; i < CONFIG_MAX_SERVED_NAMES; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), ",m%d", i);
+    assert_int_equal(parse(&cfg, &outcome, &err, "--model", "m", "--served-model-name", many, NULL),
+                     LMS_OK);
+    strcat(many, ",one-more");
+    const char *bad[] = {"a,", ",a", "a,,b", "a,b,a", "a\tb", "a\x7f", many};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        expect_bad_flag("served-model-name", "--model", "m", "--served-model-name", bad[i], NULL);
+}
+
 static void test_help_and_version_exit(void **state)
 {
     (void)state;
@@ -133,6 +159,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_units_and_environment),
         cmocka_unit_test(test_bad_values_name_their_flag),
+        cmocka_unit_test(test_served_model_names),
         cmocka_unit_test(test_help_and_version_exit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

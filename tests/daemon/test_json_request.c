@@ -35,6 +35,16 @@ static lms_status score(const char *body, Lmscore__V1__ScoreRequest **req, lms_e
     return st;
 }
 
+static lms_status rerank(rerank_dialect dialect, const char *body, rerank_request *rr, char **model,
+                         lms_error *err)
+{
+    decode_budget budget;
+    decode_budget_init(&budget, 1 << 20);
+    *model = NULL;
+    *err = (lms_error){0};
+    return json_rerank_request(dialect, body, strlen(body), &budget, rr, model, err);
+}
+
 static void test_every_named_algorithm_is_read(void **state)
 {
     (void)state;
@@ -120,13 +130,10 @@ static void test_top_n_at_the_edges_of_its_range(void **state)
          LMS_ERR_INVALID_ARGUMENT, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        decode_budget budget;
-        decode_budget_init(&budget, 1 << 20);
         rerank_request rr;
-        char *model = NULL;
-        lms_error err = {0};
-        lms_status st = json_rerank_request(RERANK_COHERE, cases[i].body, strlen(cases[i].body),
-                                            &budget, &rr, &model, &err);
+        char *model;
+        lms_error err;
+        lms_status st = rerank(RERANK_COHERE, cases[i].body, &rr, &model, &err);
         assert_int_equal(st, cases[i].status);
         if (st == LMS_OK) {
             assert_int_equal(rr.top_n, cases[i].top_n);
@@ -187,14 +194,10 @@ static void test_required_members(void **state)
         {RERANK_TEI, "{\"query\": \"q\", \"texts\": [\"d\"], \"truncate\": false}", NULL, NULL},
     };
     for (size_t i = 0; i < sizeof rerank_cases / sizeof *rerank_cases; i++) {
-        decode_budget budget;
-        decode_budget_init(&budget, 1 << 20);
         rerank_request rr;
-        char *model = NULL;
-        lms_error err = {0};
-        const char *body = rerank_cases[i].body;
-        lms_status st = json_rerank_request(rerank_cases[i].dialect, body, strlen(body), &budget,
-                                            &rr, &model, &err);
+        char *model;
+        lms_error err;
+        lms_status st = rerank(rerank_cases[i].dialect, rerank_cases[i].body, &rr, &model, &err);
         free(model);
         if (!rerank_cases[i].reason) {
             assert_int_equal(st, LMS_OK);
@@ -223,14 +226,10 @@ static void test_rerank_dialects(void **state)
                  {RERANK_COHERE_V2, 1, false, false, true, 1},
                  {RERANK_TEI, 2, true, true, false, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        decode_budget budget;
-        decode_budget_init(&budget, 1 << 20);
         rerank_request rr;
-        char *model = NULL;
-        lms_error err = {0};
-        assert_int_equal(
-            json_rerank_request(cases[i].dialect, body, strlen(body), &budget, &rr, &model, &err),
-            LMS_OK);
+        char *model;
+        lms_error err;
+        assert_int_equal(rerank(cases[i].dialect, body, &rr, &model, &err), LMS_OK);
         assert_int_equal(rr.n_documents, cases[i].n_documents);
         assert_int_equal(rr.return_documents, cases[i].return_documents);
         assert_int_equal(rr.raw_scores, cases[i].raw_scores);
@@ -244,13 +243,10 @@ static void test_rerank_dialects(void **state)
                           "{\"query\": \"q\", \"documents\": []}",
                           "{\"query\": \"q\", \"texts\": []}"};
     for (rerank_dialect d = RERANK_COHERE; d <= RERANK_TEI; d++) {
-        decode_budget budget;
-        decode_budget_init(&budget, 1 << 20);
         rerank_request rr;
-        char *model = NULL;
-        lms_error err = {0};
-        assert_int_equal(
-            json_rerank_request(d, bare[d], strlen(bare[d]), &budget, &rr, &model, &err), LMS_OK);
+        char *model;
+        lms_error err;
+        assert_int_equal(rerank(d, bare[d], &rr, &model, &err), LMS_OK);
         assert_int_equal(rr.return_documents, d == RERANK_COHERE);
         assert_false(rr.raw_scores);
         rerank_request_free(&rr);
