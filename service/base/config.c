@@ -48,8 +48,9 @@ static const option_spec options[] = {
      "(default: none)",
      OPT_PATH, AT(metrics_listen), 0, 0},
     {"http-listen", "LMSCORE_HTTP_LISTEN", "HOST:PORT",
-     "also serve the HTTP JSON API (POST /v1/score, POST /v1/rerank) at HOST:PORT, with TLS when "
-     "--tls-cert is given; port 0 picks a free port (default: none)",
+     "also serve the HTTP JSON API (POST /v1/score, /v1/rerank, /v2/rerank, /rerank; GET "
+     "/health, /v1/models, /openapi.json) at HOST:PORT, with TLS when --tls-cert is given; port 0 "
+     "picks a free port (default: none)",
      OPT_PATH, AT(http_listen), 0, 0},
     {"http-max-connections", "LMSCORE_HTTP_MAX_CONNECTIONS", "N",
      "HTTP connections served at once, each by its own thread; more are closed at once "
