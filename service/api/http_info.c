@@ -114,7 +114,7 @@ void http_info_init(http_info *h, service *svc)
 {
     h->svc = svc;
     h->created = (int64_t)time(NULL);
-    h->health = get("/health", "/http/health", true, h, on_health, render_health);
-    h->models = get("/v1/models", "/http/models", false, h, on_models, render_models);
-    h->openapi = get("/openapi.json", "/http/openapi", true, h, on_openapi, render_openapi);
+    h->health = get("/health", "/http_info/health", true, h, on_health, render_health);
+    h->models = get("/v1/models", "/http_info/models", false, h, on_models, render_models);
+    h->openapi = get("/openapi.json", "/http_info/openapi", true, h, on_openapi, render_openapi);
 }

@@ -11,6 +11,10 @@
  *                      Needs the API key, as reflection does.
  *   GET /openapi.json  docs/openapi.json, carried in the daemon: the same
  *                      for every lmscored, so open.
+ *
+ * Their calls count in the metrics as service="http_info" (as gRPC health
+ * is a service of its own), so that probes neither dilute nor raise the
+ * scoring calls' error ratio.
  */
 #ifndef LMSCORED_HTTP_INFO_H
 #define LMSCORED_HTTP_INFO_H

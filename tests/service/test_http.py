@@ -306,7 +306,8 @@ def test_required_members_and_misspellings(api):
         assert status == 400 and http_error(got) == ("missing_field", field), (path, got)
 
 
-def test_get_paths(api):
+def test_get_paths(daemon, api):
+    before = Metrics(daemon).scrape()
     status, headers, got = api.post("/health", b"", method="GET")
     assert (status, got) == (200, {"status": "SERVING"}) and headers["x-request-id"]
     status, _, got = api.post("/v1/models", b"", method="GET")
@@ -319,6 +320,13 @@ def test_get_paths(api):
         status, headers, got = api.post(path, {})
         assert status == 405 and headers["Allow"] == "GET", got
         assert http_error(got) == ("method_not_allowed", None)
+    # apart from the scoring calls, as gRPC health is
+    daemon.wait_idle()
+    after = Metrics(daemon).scrape()
+    for method in ("health", "models", "openapi"):
+        assert value(after, "lmscore_requests_total", service="http_info", method=method,
+                     code="OK") - value(before, "lmscore_requests_total", service="http_info",
+                                        method=method, code="OK") == 1, method
 
 
 def test_served_model_names():
