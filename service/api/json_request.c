@@ -285,7 +285,7 @@ lms_status json_score_request(const char *body, size_t len, decode_budget *budge
 /* Cohere's {"text": ...}; the document's other members are the client's. */
 static char *read_document_object(reading *x, const char *field)
 {
-    char text_field[64], key[JSON_KEY_MAX];
+    char text_field[JSON_KEY_MAX + 32], key[JSON_KEY_MAX];
     snprintf(text_field, sizeof text_field, "%s.text", field);
     char *text = NULL;
     json_object_begin(&x->r, field);
@@ -315,7 +315,7 @@ static bool read_documents(reading *x, rerank_dialect dialect, const char *key, 
     bool objects = dialect == RERANK_COHERE;
     size_t cap = 0;
     while (json_array_next(&x->r)) {
-        char field[48];
+        char field[JSON_KEY_MAX + 24];
         snprintf(field, sizeof field, "%s[%zu]", key, out->n_documents);
         if (!grow(x, (void **)&out->documents, out->n_documents, &cap, sizeof *out->documents))
             return false;
