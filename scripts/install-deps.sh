@@ -9,6 +9,8 @@
 set -eu
 
 # clang builds the fuzzers; libomp-14-dev is its omp.h (the fuzz tree links libgomp).
+# python3-jsonschema (4.10 on bookworm: draft 2020-12, OpenAPI 3.1's dialect)
+# validates docs/openapi.json and the HTTP answers (service.api_docs).
 # prometheus is there for promtool (the alert rules' checks); on a machine run
 # by systemd the package also enables and starts a Prometheus server on :9090
 # (`systemctl disable --now prometheus` where that is unwanted).
@@ -19,7 +21,7 @@ BUILD="gcc g++ clang libomp-14-dev cmake make pkg-config git ca-certificates
 TEST="libcmocka-dev libclang-rt-14-dev llvm-14 python3 python3-numpy
  python3-grpcio python3-grpc-tools python3-protobuf python3-pytest
  gnuplot-nox systemd protobuf-compiler-grpc
- python3-yaml python3-seccomp openssl strace python3-prometheus-client curl
+ python3-yaml python3-jsonschema python3-seccomp openssl strace python3-prometheus-client curl
  python3-venv python3-pip python3-build python3-setuptools python3-wheel
  podman buildah runc debootstrap
  libgrpc++-dev libprotobuf-dev libprotoc-dev dpkg-dev
