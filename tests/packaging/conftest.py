@@ -67,7 +67,7 @@ ExportedMetrics = collections.namedtuple("ExportedMetrics", "families labels buc
 @pytest.fixture(scope="session")
 def exported_metrics(build_dir, tmp_path_factory):
     """What lmscored's /metrics serves once it has answered one gRPC Score
-    call and one HTTP POST /v1/score and /v1/rerank each: .families (family
+    call and one HTTP POST /v1/score, /v1/rerank, /v2/rerank and /rerank each: .families (family
     names as the text format writes them, counters with _total), .labels
     (sample name -> the label names it carries), .bucket_bounds (the
     histograms' `le` values) and .series (sample name -> the label dicts of
@@ -96,7 +96,9 @@ def exported_metrics(build_dir, tmp_path_factory):
                         "--label", " yes"], check=True, timeout=120, capture_output=True)
         for path, body in (("/v1/score", {"query": [1, 2], "items": [[4]],
                                           "label_token_ids": [6]}),
-                           ("/v1/rerank", {"query": "Is it?", "documents": ["yes"]})):
+                           ("/v1/rerank", {"query": "Is it?", "documents": ["yes"]}),
+                           ("/v2/rerank", {"query": "Is it?", "documents": ["yes"]}),
+                           ("/rerank", {"query": "Is it?", "texts": ["yes"]})):
             req = urllib.request.Request(f"http://127.0.0.1:{ports['HTTP listening']}{path}",
                                          data=json.dumps(body).encode(),
                                          headers={"Content-Type": "application/json"})

@@ -163,7 +163,8 @@ def test_errors_and_latency_rules_see_grpc_and_http(groups, exported_metrics):
     # the latency objective
     timed = {(s["service"], s["method"])
              for s in exported_metrics.series["lmscore_request_duration_seconds_count"]}
-    scoring = {("lmscore.v1.ScoreService", "Score"), ("http", "score"), ("http", "rerank")}
+    scoring = {("lmscore.v1.ScoreService", "Score"), ("http", "score"), ("http", "rerank"),
+               ("http", "rerank_v2"), ("http", "rerank_tei")}
     assert scoring <= timed, timed
     for rule in slow_rules:
         for name in ("lmscore_request_duration_seconds_bucket",
