@@ -63,6 +63,9 @@ lms_status http_api_start(http_api *a, lms_error *err)
                         .max_body_bytes = cfg->max_message_bytes,
                         .max_receive_buffer = cfg->max_receive_buffer,
                         .max_connections = cfg->http_max_connections,
+                        .max_per_peer = cfg->http_max_connections_per_peer,
+                        .header_timeout_ms = cfg->http_header_timeout_ms,
+                        .body_min_rate = cfg->http_body_min_rate,
                         .keys = a->keys,
                         .endpoints = a->endpoints,
                         .n_endpoints = HTTP_API_ENDPOINTS};

@@ -53,9 +53,22 @@ static const option_spec options[] = {
      "picks a free port (default: none)",
      OPT_PATH, AT(http_listen), 0, 0},
     {"http-max-connections", "LMSCORE_HTTP_MAX_CONNECTIONS", "N",
-     "HTTP connections served at once, each by its own thread; more are closed at once "
-     "(default 256)",
+     "HTTP connections held at once; past it the oldest connection still sending its request "
+     "(or idle) is closed for a new one, and when none is, the new one is answered 503 (default "
+     "256)",
      OPT_INT, AT(http_max_connections), 1, 65536},
+    {"http-max-connections-per-peer", "LMSCORE_HTTP_MAX_CONNECTIONS_PER_PEER", "N",
+     "HTTP connections held at once from one IP address, with the same rule (default 64)", OPT_INT,
+     AT(http_max_connections_per_peer), 1, 65536},
+    {"http-header-timeout", "LMSCORE_HTTP_HEADER_TIMEOUT", "DURATION",
+     "an HTTP request's line and headers must arrive within this of the connection's start or "
+     "of the previous answer, and an answer be taken within this; past it the connection is "
+     "closed (default 10s)",
+     OPT_MILLIS, AT(http_header_timeout_ms), 100, INT32_MAX},
+    {"http-body-min-rate", "LMSCORE_HTTP_BODY_MIN_RATE", "BYTES",
+     "an HTTP request body must arrive at this many bytes a second on average, after a grace "
+     "of --http-header-timeout; a slower one's connection is closed (default 16K)",
+     OPT_BYTES, AT(http_body_min_rate), 1, INT32_MAX},
     {"rerank-profile", "LMSCORE_RERANK_PROFILE", "NAME|FILE",
      "how POST /v1/rerank scores a document: yes-no, qwen3-reranker, or a JSON file "
      "{\"template\": \"...{query}...{document}...\", \"labels\": [\"yes\", \"no\"]} "
@@ -163,6 +176,9 @@ static void defaults(lmscored_config *cfg)
     memset(cfg, 0, sizeof *cfg);
     snprintf(cfg->listen, sizeof cfg->listen, "0.0.0.0:50051");
     cfg->http_max_connections = 256;
+    cfg->http_max_connections_per_peer = 64;
+    cfg->http_header_timeout_ms = 10000;
+    cfg->http_body_min_rate = 16 << 10;
     cfg->workers = 1;
     cfg->queue_depth = 64;
     cfg->max_message_bytes = 16 << 20;

@@ -18,7 +18,10 @@ typedef struct {
     char metrics_listen[256]; /* empty: no metrics endpoint */
     char http_listen[256];    /* empty: no HTTP API */
     int http_max_connections;
-    char rerank_profile[4096]; /* empty: the default */
+    int http_max_connections_per_peer;
+    int64_t http_header_timeout_ms;
+    int64_t http_body_min_rate; /* bytes a second */
+    char rerank_profile[4096];  /* empty: the default */
     /* NAME[,NAME...]: the names the HTTP API's "model" may carry, the first
      * one answered; empty: the model file's name */
     char served_model_names[1024];

@@ -72,10 +72,18 @@ lms_status metrics_http_start(const char *listen, service *svc, metrics_http **o
      * scrape takes milliseconds; the limits leave them room whatever else
      * connects, and a scrape still gets its whole deadline under Prometheus'
      * default 10 s scrape timeout. */
-    const http_listener_limits limits = {
-        .max_connections = 64, .max_per_peer = 8, .deadline_ms = 5000};
-    lms_status st =
-        http_listener_start(listen, "metrics-listen", &limits, on_request, m, &m->listener, err);
+    const http_listener_options opt = {.address = listen,
+                                       .flag = "metrics-listen",
+                                       .name = "HTTP server",
+                                       .limits = {.max_connections = 64,
+                                                  .max_per_peer = 8,
+                                                  .header_ms = 5000,
+                                                  .body_min_rate = 1024,
+                                                  .lifetime_ms = 5000},
+                                       .threads = 1,
+                                       .handler = on_request,
+                                       .cls = m};
+    lms_status st = http_listener_start(&opt, &m->listener, err);
     if (st != LMS_OK) {
         free(m);
         return st;

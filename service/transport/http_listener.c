@@ -21,6 +21,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,35 +35,52 @@
 #include "mhd_log.h"
 
 /* How often the acceptor looks for connections past their deadline: the
- * deadline holds to this. */
+ * deadlines hold to this. */
 #define SWEEP_MS       100
 #define LISTEN_BACKLOG 64
 
+/* Where a connection's request stands: what its deadline is, whether it
+ * may be pushed out. */
+typedef enum {
+    PHASE_HEADERS,   /* reading a request's line and headers, or idle between requests */
+    PHASE_BODY,      /* reading its body */
+    PHASE_WAITING,   /* suspended while its work runs elsewhere: no deadline */
+    PHASE_ANSWERING, /* the handler has the whole request: its answer goes out */
+} conn_phase;
+
 typedef struct {
-    bool used;      /* a connection holds the slot */
-    bool bound;     /* libmicrohttpd started the connection and points at the slot */
-    bool requested; /* its request has arrived whole */
-    bool shut;      /* shut down (deadline or eviction): closing, not counted */
-    int fd;         /* the socket as handed to libmicrohttpd */
-    int dup_fd;     /* ours: the same socket until libmicrohttpd closes the connection */
-    ino_t ino;      /* the socket's inode: what fd must name while libmicrohttpd holds it */
+    bool used;  /* a connection holds the slot */
+    bool bound; /* libmicrohttpd started the connection and points at the slot */
+    bool shut;  /* shut down (deadline or eviction): closing, not counted */
+    int fd;     /* the socket as handed to libmicrohttpd */
+    int dup_fd; /* ours: the same socket until libmicrohttpd closes the connection */
+    ino_t ino;  /* the socket's inode: what fd must name while libmicrohttpd holds it */
     struct sockaddr_storage peer;
-    int64_t accepted_ms, deadline_ms;
+    int64_t accepted_ms;
+    conn_phase phase;
+    int64_t since_ms;   /* when the phase began */
+    int64_t body_bytes; /* PHASE_BODY: received so far */
+    /* PHASE_WAITING: called once when the client hangs up */
+    void (*on_hangup)(void *);
+    void *hangup_arg;
+    bool firing; /* on_hangup is running (the acceptor, outside mu) */
 } conn_slot;
 
 struct http_listener {
     struct MHD_Daemon *daemon;
-    http_listener_limits limits;
+    http_listener_options opt;
     int listen_fd;
-    int wake[2]; /* written once to stop the acceptor */
+    int wake[2]; /* written to stop the acceptor, or to have it watch a new socket */
+    atomic_bool stopping;
     pthread_t acceptor;
     bool acceptor_started;
     int port;
-    MHD_AccessHandlerCallback handler;
-    void *handler_cls;
-    pthread_mutex_t mu; /* guards slots */
-    conn_slot *slots;   /* [n_slots]: the connections counted and those closing */
+    pthread_mutex_t mu;   /* guards slots */
+    pthread_cond_t fired; /* a slot's on_hangup returned */
+    conn_slot *slots;     /* [n_slots]: the connections counted and those closing */
     int n_slots;
+    struct pollfd *polled;  /* [2 + n_slots]: the acceptor's */
+    conn_slot **polled_for; /* [n_slots]: the slot of polled[2 + i] */
 };
 
 static const char REFUSAL[] = "HTTP/1.1 503 Service Unavailable\r\n"
@@ -113,16 +131,33 @@ static void shut_locked(conn_slot *s)
     s->shut = true;
 }
 
+static bool reading(const conn_slot *s)
+{
+    return s->phase == PHASE_HEADERS || s->phase == PHASE_BODY;
+}
+
+static int64_t deadline_of(const http_listener *l, const conn_slot *s)
+{
+    const http_listener_limits *lim = &l->opt.limits;
+    int64_t d = INT64_MAX;
+    if (s->phase == PHASE_BODY)
+        d = s->since_ms + lim->header_ms + s->body_bytes * 1000 / lim->body_min_rate;
+    else if (s->phase != PHASE_WAITING)
+        d = s->since_ms + lim->header_ms;
+    if (lim->lifetime_ms && s->accepted_ms + lim->lifetime_ms < d)
+        d = s->accepted_ms + lim->lifetime_ms;
+    return d;
+}
+
 static conn_slot *older(conn_slot *a, conn_slot *b)
 {
     return !a || b->accepted_ms < a->accepted_ms ? b : a;
 }
 
 /* A slot for a new connection from peer, or NULL when the limits say no.
- * At a limit, the oldest connection (of that peer, or of all) whose request
- * has not arrived whole is shut to make room: a client that sends its
- * request at once always gets in, and slow ones only push each other out.
- * Caller holds mu. */
+ * At a limit, the oldest connection (of that peer, or of all) still reading
+ * a request is shut to make room: a client that sends its request at once
+ * always gets in, and slow ones only push each other out. Caller holds mu. */
 static conn_slot *take_slot_locked(http_listener *l, const struct sockaddr_storage *peer)
 {
     conn_slot *free_slot = NULL, *oldest_reading = NULL, *oldest_peer_reading = NULL;
@@ -137,12 +172,12 @@ static conn_slot *take_slot_locked(http_listener *l, const struct sockaddr_stora
         bool same = same_host(&s->peer, peer);
         live++;
         from_peer += same;
-        if (s->requested) continue;
+        if (!reading(s)) continue;
         oldest_reading = older(oldest_reading, s);
         if (same) oldest_peer_reading = older(oldest_peer_reading, s);
     }
-    bool peer_full = from_peer >= l->limits.max_per_peer;
-    bool all_full = live >= l->limits.max_connections;
+    bool peer_full = from_peer >= l->opt.limits.max_per_peer;
+    bool all_full = live >= l->opt.limits.max_connections;
     conn_slot *evict = peer_full ? oldest_peer_reading : all_full ? oldest_reading : NULL;
     if (!free_slot || ((peer_full || all_full) && !evict)) return NULL;
     if (evict) shut_locked(evict);
@@ -168,7 +203,8 @@ static void admit(http_listener *l, int fd, const struct sockaddr_storage *peer,
                      .ino = ino,
                      .peer = *peer,
                      .accepted_ms = now,
-                     .deadline_ms = now + l->limits.deadline_ms};
+                     .phase = PHASE_HEADERS,
+                     .since_ms = now};
     pthread_mutex_unlock(&l->mu);
     if (MHD_add_connection(l->daemon, fd, (const struct sockaddr *)peer, len) == MHD_YES) return;
     /* libmicrohttpd closed fd; a connection it started is released by its
@@ -212,23 +248,108 @@ static void sweep(http_listener *l)
         if (!s->used) continue;
         if (!s->bound && socket_inode(s->fd) != s->ino)
             release_locked(s);
-        else if (!s->shut && now >= s->deadline_ms)
+        else if (!s->shut && now >= deadline_of(l, s))
             shut_locked(s);
     }
     pthread_mutex_unlock(&l->mu);
 }
 
+/* The poll set: the listening socket, the wake pipe, and the sockets of
+ * the waiting connections, for their clients hanging up. */
+static nfds_t poll_set(http_listener *l)
+{
+    nfds_t n = 2;
+    l->polled[0] = (struct pollfd){.fd = l->listen_fd, .events = POLLIN};
+    l->polled[1] = (struct pollfd){.fd = l->wake[0], .events = POLLIN};
+    pthread_mutex_lock(&l->mu);
+    for (int i = 0; i < l->n_slots; i++) {
+        conn_slot *s = &l->slots[i];
+        if (!s->used || !s->on_hangup) continue;
+        l->polled_for[n - 2] = s;
+        l->polled[n++] = (struct pollfd){.fd = s->dup_fd, .events = POLLRDHUP};
+    }
+    pthread_mutex_unlock(&l->mu);
+    return n;
+}
+
+/* Calls on_hangup for the waiting connections whose client hung up. The
+ * call runs outside mu (it may end the call, and so resume the connection)
+ * and the slot is marked firing meanwhile: unwatch waits for it. */
+static void notify_hangups(http_listener *l, nfds_t n)
+{
+    for (nfds_t i = 2; i < n; i++) {
+        if (!(l->polled[i].revents & (POLLRDHUP | POLLHUP | POLLERR))) continue;
+        conn_slot *s = l->polled_for[i - 2];
+        pthread_mutex_lock(&l->mu);
+        void (*fn)(void *) = s->used && s->dup_fd == l->polled[i].fd ? s->on_hangup : NULL;
+        void *arg = s->hangup_arg;
+        s->on_hangup = NULL;
+        s->firing = fn != NULL;
+        pthread_mutex_unlock(&l->mu);
+        if (!fn) continue;
+        fn(arg);
+        pthread_mutex_lock(&l->mu);
+        s->firing = false;
+        pthread_cond_broadcast(&l->fired);
+        pthread_mutex_unlock(&l->mu);
+    }
+}
+
 static void *acceptor_main(void *arg)
 {
     http_listener *l = arg;
-    for (;;) {
-        struct pollfd fds[2] = {{.fd = l->listen_fd, .events = POLLIN},
-                                {.fd = l->wake[0], .events = POLLIN}};
-        int n = poll(fds, 2, SWEEP_MS);
-        if (n > 0 && fds[1].revents) return NULL;
-        if (n > 0 && (fds[0].revents & POLLIN)) accept_pending(l);
+    while (!atomic_load(&l->stopping)) {
+        nfds_t n = poll_set(l);
+        if (poll(l->polled, n, SWEEP_MS) > 0) {
+            if (l->polled[1].revents) {
+                char drained[64];
+                while (read(l->wake[0], drained, sizeof drained) > 0) {
+                }
+            }
+            if (l->polled[0].revents & POLLIN) accept_pending(l);
+            notify_hangups(l, n);
+        }
         sweep(l);
     }
+    return NULL;
+}
+
+static conn_slot *slot_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* Caller holds mu. Once this returns, the slot's on_hangup is not running
+ * and will not be called. */
+static void unwatch_locked(http_listener *l, conn_slot *s)
+{
+    while (s->firing)
+        pthread_cond_wait(&l->fired, &l->mu);
+    s->on_hangup = NULL;
+}
+
+static void enter_locked(conn_slot *s, conn_phase phase)
+{
+    s->phase = phase;
+    s->since_ms = monotonic_ms();
+    s->body_bytes = 0;
+}
+
+void http_listener_wait(http_listener *l, struct MHD_Connection *conn, void (*on_hangup)(void *),
+                        void *arg)
+{
+    MHD_suspend_connection(conn);
+    conn_slot *s = slot_of(conn);
+    if (!s) return;
+    pthread_mutex_lock(&l->mu);
+    enter_locked(s, PHASE_WAITING);
+    s->on_hangup = on_hangup;
+    s->hangup_arg = arg;
+    pthread_mutex_unlock(&l->mu);
+    ssize_t w = write(l->wake[1], "w", 1); /* full: a wake is pending anyway */
+    (void)w;
 }
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -249,27 +370,62 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
             }
         }
     } else if (*socket_context) {
-        release_locked(*socket_context);
+        conn_slot *s = *socket_context;
+        unwatch_locked(l, s);
+        release_locked(s);
         *socket_context = NULL;
     }
     pthread_mutex_unlock(&l->mu);
 }
 
-/* Marks the connection's request as arrived, then hands it to the handler. */
+/* Whether the request has a body to read: its framing says so. */
+static bool has_body(struct MHD_Connection *conn)
+{
+    const char *length =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) ||
+           (length && strcmp(length, "0") != 0);
+}
+
+/* Moves the connection's phase along (the first call of a request has its
+ * headers, later ones its body, an empty one its end; a call after a wait
+ * follows the resumption), then hands the request to the handler. */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **req_cls)
 {
     http_listener *l = cls;
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    if (ci && ci->socket_context) {
+    conn_slot *s = slot_of(conn);
+    if (s) {
+        bool body = s->phase == PHASE_HEADERS && has_body(conn);
         pthread_mutex_lock(&l->mu);
-        ((conn_slot *)ci->socket_context)->requested = true;
+        if (s->phase == PHASE_HEADERS)
+            enter_locked(s, body ? PHASE_BODY : PHASE_ANSWERING);
+        else if (s->phase == PHASE_BODY && *upload_data_size)
+            s->body_bytes += (int64_t)*upload_data_size;
+        else if (s->phase != PHASE_ANSWERING) {
+            unwatch_locked(l, s);
+            enter_locked(s, PHASE_ANSWERING);
+        }
         pthread_mutex_unlock(&l->mu);
     }
-    return l->handler(l->handler_cls, conn, url, method, version, upload_data, upload_data_size,
-                      req_cls);
+    return l->opt.handler(l->opt.cls, conn, url, method, version, upload_data, upload_data_size,
+                          req_cls);
+}
+
+/* The request is over: the next one's headers are awaited. */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    http_listener *l = cls;
+    conn_slot *s = slot_of(conn);
+    if (s) {
+        pthread_mutex_lock(&l->mu);
+        unwatch_locked(l, s);
+        enter_locked(s, PHASE_HEADERS);
+        pthread_mutex_unlock(&l->mu);
+    }
+    if (l->opt.completed) l->opt.completed(l->opt.cls, conn, req_cls, toe);
 }
 
 static lms_status open_socket(const char *address, const char *flag, http_listener *l,
@@ -284,7 +440,7 @@ static lms_status open_socket(const char *address, const char *flag, http_listen
         setsockopt(l->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
         bind(l->listen_fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
         listen(l->listen_fd, LISTEN_BACKLOG) != 0)
-        st = lms_fail(err, LMS_ERR_IO, NULL, flag, "cannot listen on %s: %s", address,
+        st = lms_fail(err, LMS_ERR_IO, "bind_failed", flag, "cannot listen on %s: %s", address,
                       strerror(errno));
     freeaddrinfo(ai);
     if (st != LMS_OK) return st;
@@ -296,48 +452,69 @@ static lms_status open_socket(const char *address, const char *flag, http_listen
     return LMS_OK;
 }
 
-lms_status http_listener_start(const char *address, const char *flag,
-                               const http_listener_limits *limits,
-                               MHD_AccessHandlerCallback handler, void *cls, http_listener **out,
+static lms_status start_daemon(http_listener *l, lms_error *err)
+{
+    const http_listener_options *opt = &l->opt;
+    bool tls = opt->tls_cert != NULL;
+    /* libmicrohttpd's own connection limit sits well above ours, so that it
+     * does not refuse silently while it still counts connections it has
+     * closed and not yet cleaned up; it has no idle timeout: the deadlines
+     * are ours */
+    struct MHD_OptionItem items[9] = {
+        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, (void *)opt->name},
+        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, l},
+        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, l},
+        {MHD_OPTION_CONNECTION_LIMIT, 4 * l->n_slots, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, 0, NULL}};
+    size_t n = 5;
+    if (opt->threads > 1)
+        items[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, opt->threads, NULL};
+    if (tls) {
+        items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)opt->tls_key};
+        items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)opt->tls_cert};
+    }
+    items[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    l->daemon = MHD_start_daemon(
+        MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC |
+            MHD_ALLOW_SUSPEND_RESUME | (tls ? MHD_USE_TLS : 0),
+        0, NULL, NULL, on_request, l, MHD_OPTION_ARRAY, items, MHD_OPTION_END);
+    if (!l->daemon)
+        return lms_fail(err, LMS_ERR_IO, NULL, opt->flag, "cannot start the HTTP server on %s",
+                        opt->address);
+    return LMS_OK;
+}
+
+lms_status http_listener_start(const http_listener_options *opt, http_listener **out,
                                lms_error *err)
 {
     /* room for as many connections closing as counted */
-    int n_slots = 2 * limits->max_connections;
+    int n_slots = 2 * opt->limits.max_connections;
     http_listener *l = calloc(1, sizeof *l);
     conn_slot *slots = calloc((size_t)n_slots, sizeof *slots);
-    if (!l || !slots) {
+    struct pollfd *polled = calloc((size_t)n_slots + 2, sizeof *polled);
+    conn_slot **polled_for = calloc((size_t)n_slots, sizeof *polled_for);
+    if (!l || !slots || !polled || !polled_for) {
         free(l);
         free(slots);
+        free(polled);
+        free(polled_for);
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
     }
-    l->limits = *limits;
+    l->opt = *opt;
     l->slots = slots;
     l->n_slots = n_slots;
-    l->handler = handler;
-    l->handler_cls = cls;
+    l->polled = polled;
+    l->polled_for = polled_for;
     l->listen_fd = l->wake[0] = l->wake[1] = -1;
+    atomic_init(&l->stopping, false);
     pthread_mutex_init(&l->mu, NULL);
-    lms_status st = open_socket(address, flag, l, err);
-    if (st == LMS_OK && pipe2(l->wake, O_CLOEXEC) != 0)
-        st = lms_fail(err, LMS_ERR_IO, NULL, flag, "pipe: %s", strerror(errno));
-    if (st == LMS_OK) {
-        /* libmicrohttpd's own limits sit well above ours, so that it does
-         * not refuse silently while it still counts connections it has
-         * closed and not yet cleaned up; its idle timeout is a backstop for
-         * the deadline */
-        unsigned idle_s = (unsigned)((limits->deadline_ms + 999) / 1000);
-        l->daemon = MHD_start_daemon(
-            MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET |
-                MHD_USE_ITC,
-            0, NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, "HTTP server",
-            MHD_OPTION_NOTIFY_CONNECTION, on_connection, l, MHD_OPTION_CONNECTION_LIMIT,
-            4 * (unsigned)n_slots, MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_END);
-        if (!l->daemon)
-            st = lms_fail(err, LMS_ERR_IO, NULL, flag, "cannot start the HTTP server on %s",
-                          address);
-    }
+    pthread_cond_init(&l->fired, NULL);
+    lms_status st = open_socket(opt->address, opt->flag, l, err);
+    if (st == LMS_OK && pipe2(l->wake, O_CLOEXEC | O_NONBLOCK) != 0)
+        st = lms_fail(err, LMS_ERR_IO, NULL, opt->flag, "pipe: %s", strerror(errno));
+    if (st == LMS_OK) st = start_daemon(l, err);
     if (st == LMS_OK && pthread_create(&l->acceptor, NULL, acceptor_main, l) != 0)
-        st = lms_fail(err, LMS_ERR_NOMEM, NULL, flag, "cannot start the HTTP acceptor thread");
+        st = lms_fail(err, LMS_ERR_NOMEM, NULL, opt->flag, "cannot start the HTTP acceptor thread");
     l->acceptor_started = st == LMS_OK;
     if (st != LMS_OK) {
         http_listener_stop(l);
@@ -356,6 +533,7 @@ void http_listener_stop(http_listener *l)
 {
     if (!l) return;
     if (l->acceptor_started) {
+        atomic_store(&l->stopping, true);
         ssize_t w = write(l->wake[1], "x", 1);
         (void)w;
         pthread_join(l->acceptor, NULL);
@@ -366,7 +544,10 @@ void http_listener_stop(http_listener *l)
     if (l->listen_fd >= 0) close(l->listen_fd);
     if (l->wake[0] >= 0) close(l->wake[0]);
     if (l->wake[1] >= 0) close(l->wake[1]);
+    pthread_cond_destroy(&l->fired);
     pthread_mutex_destroy(&l->mu);
+    free(l->polled);
+    free(l->polled_for);
     free(l->slots);
     free(l);
 }

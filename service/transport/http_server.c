@@ -1,54 +1,53 @@
 /*
  * http_server.c — the HTTP API's transport (see http_server.h). A request
  * is an exchange: its call, its body and, once the call has ended, its
- * answer. libmicrohttpd runs a thread per connection and calls on_request
- * for the headers, for each piece of the body and at its end; the thread
- * then starts the endpoint's work and waits for the call's end on an
- * eventfd, watching the client's socket: a client that hangs up (POLLRDHUP)
+ * answer. libmicrohttpd calls on_request for the headers, for each piece
+ * of the body and at its end; the exchange then starts the endpoint's work
+ * and suspends the connection until the call's end resumes it, while
+ * http_listener watches the client's socket: a client that hangs up
  * cancels the call, as a gRPC client's cancellation does.
  *
  * Why libmicrohttpd: the daemon already links it for /metrics; it parses
  * HTTP/1.1 (keep-alive, chunked bodies, 100-continue) and does TLS
  * (GnuTLS) itself; it hands the body over piece by piece, so a body over
  * the limit is refused from its Content-Length, or as it passes the limit,
- * without being held; and its thread per connection lets a request wait
- * for the engine in plain blocking code.
+ * without being held. Why not its thread per connection (as before): a
+ * connection that sends nothing, or a byte now and then, held a thread
+ * and a connection slot for as long as its idle timeout, which each byte
+ * restarted, so 256 slow clients shut the API. Instead http_listener (the
+ * acceptor /metrics already had) admits connections within limits and
+ * deadlines and pushes the slowest reader out for a new client, and
+ * libmicrohttpd runs every connection on a small pool of threads: a
+ * connection costs a thread only while bytes move or its request is
+ * parsed, never while it waits, for its client or for the engine
+ * (MHD_suspend_connection).
  */
 #include "http_server.h"
 
 #include <errno.h>
 #include <microhttpd.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
+#include "http_listener.h"
 #include "http_status.h"
-#include "listen_addr.h"
-#include "mhd_log.h"
 #include "request_context.h"
 #include "tls.h"
 
-/* A connection idle this long (between requests, or in the middle of one)
- * is closed. */
-#define IDLE_TIMEOUT_S 60
-/* The connection threads run the request's parsing and the answer's
- * rendering, nothing deep: a small stack (sanitizer builds need more than
- * release ones, and it is only address space). */
-#define THREAD_STACK_BYTES ((size_t)1 << 20)
+/* libmicrohttpd's threads: one a core of the 2-core machines the daemon
+ * is sized for. They parse requests, decode bodies and render answers;
+ * the scoring runs on the engine's own threads. */
+#define HTTP_THREADS 2
 
 struct http_server {
-    struct MHD_Daemon *daemon;
+    http_listener *listener;
     http_options opt;
     tls_pem_pair pem;       /* kept while the daemon runs */
     atomic_llong receiving; /* bytes held for bodies being received */
-    int port;
 };
 
 typedef struct {
@@ -58,11 +57,13 @@ typedef struct {
     call *c;
     char *body;
     size_t len, cap;
-    int64_t reserved; /* of srv->receiving */
-    int wake_fd;      /* written once the call has ended */
-    bool close;       /* the answer closes the connection: the framing is in doubt */
+    int64_t reserved;            /* of srv->receiving */
+    bool close;                  /* the answer closes the connection: the framing is in doubt */
+    bool ran;                    /* the endpoint's work has started */
+    struct MHD_Connection *conn; /* suspended while the call runs */
 
-    pthread_mutex_t mu; /* guards the answer */
+    pthread_mutex_t mu; /* guards the answer and suspended */
+    bool suspended;
     bool ended;
     unsigned status;
     char *answer;
@@ -92,16 +93,15 @@ static void on_end(call *c, void *ctx, const rpc_status *st, const ProtobufCMess
     char *text = NULL;
     size_t len = 0;
     if (!json_writer_done(&w, &text, &len)) status = 500;
-    /* The connection thread may free ex as soon as it sees ended: nothing
+    /* Once resumed, the connection's thread may answer and free ex: nothing
      * of ex is touched after the unlock. */
     pthread_mutex_lock(&ex->mu);
     ex->ended = true;
     ex->status = status;
     ex->answer = text;
     ex->answer_len = len;
-    uint64_t one = 1;
-    while (write(ex->wake_fd, &one, sizeof one) < 0 && errno == EINTR) {
-    }
+    if (ex->suspended) MHD_resume_connection(ex->conn);
+    ex->suspended = false;
     pthread_mutex_unlock(&ex->mu);
 }
 
@@ -211,11 +211,14 @@ static void receive(exchange *ex, const char *data, size_t n)
 /* What the handler reads of the request's headers, with their lengths: the
  * first x-request-id, the traceparent when there is exactly one
  * (several are ambiguous), as the gRPC call layer reads its metadata; the
- * authorization values; and what RFC 9112 says must be refused. */
+ * authorization values; what RFC 9112 says must be refused; and the first
+ * header whose value holds a NUL (libmicrohttpd keeps the value whole, but
+ * a C string of it ends at the NUL). */
 typedef struct {
-    const char *request_id, *traceparent, *authorization, *content_type;
+    const char *request_id, *traceparent, *authorization, *content_type, *transfer_encoding;
     size_t request_id_len, traceparent_len, authorization_len;
     size_t traceparents, authorizations, content_lengths, transfer_encodings;
+    const char *nul_in;
 } request_headers;
 
 static enum MHD_Result read_header(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -225,6 +228,7 @@ static enum MHD_Result read_header(void *cls, enum MHD_ValueKind kind, const cha
     (void)kind;
     (void)key_size;
     if (!value) return MHD_YES;
+    if (!h->nul_in && memchr(value, '\0', value_size)) h->nul_in = key;
     if (strcasecmp(key, REQUEST_ID_HEADER) == 0) {
         if (!h->request_id) h->request_id = value, h->request_id_len = value_size;
     } else if (strcasecmp(key, TRACEPARENT_HEADER) == 0) {
@@ -234,7 +238,7 @@ static enum MHD_Result read_header(void *cls, enum MHD_ValueKind kind, const cha
     } else if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
         h->content_lengths++;
     } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
-        h->transfer_encodings++;
+        if (h->transfer_encodings++ == 0) h->transfer_encoding = value;
     } else if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_TYPE) == 0) {
         if (!h->content_type) h->content_type = value;
     }
@@ -245,18 +249,14 @@ static enum MHD_Result read_header(void *cls, enum MHD_ValueKind kind, const cha
  * Content-Length headers, Content-Length beside Transfer-Encoding (the
  * ground of request smuggling), a transfer coding other than chunked
  * alone. The message says which; NULL when the framing is sound. */
-static const char *framing_refused(struct MHD_Connection *conn, const request_headers *h)
+static const char *framing_refused(const request_headers *h)
 {
     if (h->content_lengths > 1) return "the request has several Content-Length headers";
     if (h->content_lengths && h->transfer_encodings)
         return "the request has both Content-Length and Transfer-Encoding";
     if (h->transfer_encodings > 1) return "the request has several Transfer-Encoding headers";
-    if (h->transfer_encodings) {
-        const char *te =
-            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
-        if (!te || strcasecmp(te, "chunked") != 0)
-            return "the only transfer coding served is chunked";
-    }
+    if (h->transfer_encodings && strcasecmp(h->transfer_encoding, "chunked") != 0)
+        return "the only transfer coding served is chunked";
     return NULL;
 }
 
@@ -292,8 +292,8 @@ static exchange *begin(http_server *s, struct MHD_Connection *conn, const char *
     exchange *ex = calloc(1, sizeof *ex);
     if (!ex) return NULL;
     ex->srv = s;
+    ex->conn = conn;
     ex->ep = find_endpoint(s, url);
-    ex->wake_fd = eventfd(0, EFD_CLOEXEC);
     pthread_mutex_init(&ex->mu, NULL);
     request_headers h = {0};
     MHD_get_connection_values_n(conn, MHD_HEADER_KIND, read_header, &h);
@@ -303,11 +303,8 @@ static exchange *begin(http_server *s, struct MHD_Connection *conn, const char *
     char name[128];
     snprintf(name, sizeof name, "%s %s", method, url);
     call_sink sink = {.on_end = on_end, .ctx = ex};
-    ex->c = ex->wake_fd >= 0
-                ? call_open(ex->ep ? &ex->ep->handler : NULL, name, &ex->context, &sink)
-                : NULL;
+    ex->c = call_open(ex->ep ? &ex->ep->handler : NULL, name, &ex->context, &sink);
     if (!ex->c) {
-        if (ex->wake_fd >= 0) close(ex->wake_fd);
         pthread_mutex_destroy(&ex->mu);
         free(ex);
         return NULL;
@@ -315,7 +312,7 @@ static exchange *begin(http_server *s, struct MHD_Connection *conn, const char *
     rpc_status st;
     const char *length =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    const char *framing = framing_refused(conn, &h);
+    const char *framing = framing_refused(&h);
     if (framing) {
         /* where this request ends is in doubt: answer it and read no more */
         ex->close = true;
@@ -350,34 +347,33 @@ static exchange *begin(http_server *s, struct MHD_Connection *conn, const char *
     return ex;
 }
 
-/* Waits for the call's end; a client that hangs up meanwhile cancels it. */
-static void wait_for_end(exchange *ex, struct MHD_Connection *conn)
+static void on_hangup(void *arg)
 {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    struct pollfd fds[2] = {{.fd = ex->wake_fd, .events = POLLIN},
-                            {.fd = ci ? ci->connect_fd : -1, .events = POLLRDHUP}};
-    nfds_t watched = fds[1].fd >= 0 ? 2 : 1;
-    while (!ended(ex)) {
-        if (poll(fds, watched, -1) < 0 && errno != EINTR) break;
-        if (watched == 2 && fds[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
-            call_cancel(ex->c);
-            watched = 1; /* the end follows: the work stops at its next check */
-        }
-    }
+    exchange *ex = arg;
+    call_cancel(ex->c); /* the end follows: the work stops at its next check */
 }
 
-/* The body is complete: the endpoint's work, the wait for its end. */
-static void run(exchange *ex, struct MHD_Connection *conn)
+/* The body is complete: the endpoint's work starts, and the connection
+ * waits for its end, suspended. Whether the answer is ready now. */
+static bool run(exchange *ex, struct MHD_Connection *conn)
 {
     static char empty[1];
+    ex->ran = true;
     ex->ep->on_body(ex->c, ex->body ? ex->body : empty, ex->len);
     /* the request has been read into its own structures */
     free(ex->body);
     ex->body = NULL;
     ex->len = ex->cap = 0;
     release(ex);
-    wait_for_end(ex, conn);
+    pthread_mutex_lock(&ex->mu);
+    bool done = ex->ended;
+    if (!done) {
+        /* suspended before on_end can see suspended and resume */
+        ex->suspended = true;
+        http_listener_wait(ex->srv->listener, conn, on_hangup, ex);
+    }
+    pthread_mutex_unlock(&ex->mu);
+    return done;
 }
 
 static enum MHD_Result answer(struct MHD_Connection *conn, exchange *ex)
@@ -431,7 +427,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0;
         return ended(ex) ? answer(conn, ex) : MHD_YES;
     }
-    if (!ended(ex)) run(ex, conn);
+    if (!ex->ran && !ended(ex) && !run(ex, conn)) return MHD_YES;
     return answer(conn, ex);
 }
 
@@ -454,7 +450,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     free(ex->answer);
     free(ex->body);
     release(ex);
-    close(ex->wake_fd);
     pthread_mutex_destroy(&ex->mu);
     free(ex);
     *req_cls = NULL;
@@ -466,56 +461,45 @@ lms_status http_server_start(const http_options *opt, http_server **out, lms_err
     if (!s) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
     s->opt = *opt;
     atomic_init(&s->receiving, 0);
-    struct addrinfo *ai = NULL;
     bool tls = opt->tls_cert && opt->tls_cert[0];
-    lms_status st = listen_addr_resolve(opt->listen, "http-listen", &ai, err);
-    if (st == LMS_OK && tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+    lms_status st = LMS_OK;
+    if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
         st = lms_fail(err, LMS_ERR_UNSUPPORTED, NULL, "http-listen",
                       "this libmicrohttpd cannot serve TLS: --http-listen with --tls-cert needs "
                       "one built with GnuTLS");
     if (st == LMS_OK && tls) st = tls_read_pair(opt->tls_cert, opt->tls_key, &s->pem, err);
+    const http_listener_options lo = {.address = opt->listen,
+                                      .flag = "http-listen",
+                                      .name = "HTTP server",
+                                      .limits = {.max_connections = opt->max_connections,
+                                                 .max_per_peer = opt->max_per_peer,
+                                                 .header_ms = opt->header_timeout_ms,
+                                                 .body_min_rate = opt->body_min_rate},
+                                      .threads = HTTP_THREADS,
+                                      .tls_key = tls ? s->pem.key : NULL,
+                                      .tls_cert = tls ? s->pem.cert : NULL,
+                                      .handler = on_request,
+                                      .completed = on_completed,
+                                      .cls = s};
+    if (st == LMS_OK) st = http_listener_start(&lo, &s->listener, err);
     if (st != LMS_OK) {
-        if (ai) freeaddrinfo(ai);
+        tls_pem_pair_free(&s->pem);
         free(s);
         return st;
     }
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD |
-                     MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0) |
-                     (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
-    struct MHD_OptionItem tls_options[3] = {{MHD_OPTION_END, 0, NULL}};
-    if (tls) {
-        tls_options[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, s->pem.key};
-        tls_options[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, s->pem.cert};
-        tls_options[2] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-    }
-    s->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, "HTTP server",
-        MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)opt->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S,
-        MHD_OPTION_THREAD_STACK_SIZE, THREAD_STACK_BYTES, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-        NULL, MHD_OPTION_ARRAY, tls_options, MHD_OPTION_END);
-    freeaddrinfo(ai);
-    if (!s->daemon) {
-        tls_pem_pair_free(&s->pem);
-        free(s);
-        return lms_fail(err, LMS_ERR_IO, "bind_failed", "http-listen",
-                        "cannot serve HTTP on %s (address in use or not local?)", opt->listen);
-    }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = info ? info->port : 0;
     *out = s;
     return LMS_OK;
 }
 
 int http_server_port(const http_server *s)
 {
-    return s->port;
+    return http_listener_port(s->listener);
 }
 
 void http_server_stop(http_server *s)
 {
     if (!s) return;
-    MHD_stop_daemon(s->daemon);
+    http_listener_stop(s->listener);
     tls_pem_pair_free(&s->pem);
     free(s);
 }

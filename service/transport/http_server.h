@@ -1,15 +1,13 @@
 /*
  * http_server.h — the HTTP/1.1 door of the daemon (--http-listen): JSON
- * endpoints served by libmicrohttpd, a thread per connection, TLS when the
- * daemon has a certificate. Each request to an endpoint is a call of the
- * call layer (call_open): counted, metered, logged, admitted, drained and
- * ended like a gRPC call, and its work goes through the same path as a
- * gRPC Score. The server owns what HTTP alone has: routing, the API key
- * header, the body (refused past the size limit before it is read, and
- * within a budget of memory for every body being received), waiting for
- * the call's end while watching for the client to go away (which cancels
- * the call), and the answer (the endpoint's JSON, or the status as JSON:
- * http_status.h).
+ * endpoints served by libmicrohttpd on a few threads behind http_listener's
+ * limits and deadlines, TLS when the daemon has a certificate. Each request to an endpoint is a
+ * call of the call layer (call_open): counted, metered, logged, admitted, drained and ended like a
+ * gRPC call, and its work goes through the same path as a gRPC Score. The server owns what HTTP
+ * alone has: routing, the API key header, the body (refused past the size limit before it is read,
+ * and within a budget of memory for every body being received), waiting for the call's end while
+ * watching for the client to go away (which cancels the call), and the answer (the endpoint's JSON,
+ * or the status as JSON: http_status.h).
  */
 #ifndef LMSCORED_HTTP_SERVER_H
 #define LMSCORED_HTTP_SERVER_H
@@ -49,7 +47,10 @@ typedef struct {
     int64_t max_body_bytes;     /* a larger body is refused: 413 message_too_large */
     int64_t max_receive_buffer; /* the bodies being received, all together */
     int max_connections;
-    const api_keys *keys; /* NULL: none needed */
+    int max_per_peer;          /* connections from one address */
+    int64_t header_timeout_ms; /* see http_listener.h: header_ms */
+    int64_t body_min_rate;     /* bytes a second */
+    const api_keys *keys;      /* NULL: none needed */
     const http_endpoint *const *endpoints;
     size_t n_endpoints;
 } http_options;
@@ -58,8 +59,8 @@ typedef struct http_server http_server;
 
 lms_status http_server_start(const http_options *opt, http_server **out, lms_error *err);
 int http_server_port(const http_server *s);
-/* Closes the listening socket and every connection, waiting for their
- * threads: the calls they wait for must have ended (call_layer_end_all).
+/* Closes the listening socket and every connection: the calls they wait
+ * for must have ended (call_layer_end_all).
  * NULL is a no-op. */
 void http_server_stop(http_server *s);
 
