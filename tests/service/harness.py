@@ -16,6 +16,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -369,3 +370,24 @@ def tokens(ids):
 
 def text(s):
     return score_pb2.Input(text=s)
+
+
+def raw_connect(port, data=b"", source="127.0.0.1", timeout=60):
+    """A plain TCP connection to port from source (any 127.0.0.0/8 address:
+    a peer of its own), data sent on it."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(source, 0))
+    if data:
+        s.sendall(data)
+    return s
+
+
+def read_until_close(s):
+    """Every byte s receives until the server closes it (a reset ends it
+    too: a server that shuts a socket with unread bytes resets it)."""
+    data = b""
+    try:
+        while chunk := s.recv(65536):
+            data += chunk
+    except ConnectionResetError:
+        pass
+    return data

@@ -1,0 +1,206 @@
+"""The HTTP API's front door (service/transport/http_listener.c under
+http_server.c) against slow and idle clients: a slow-body attack and an
+idle-connection attack each leave a normal client served at once, on a
+fixed number of threads; the request line and headers have a deadline, a
+body a minimum rate after a grace, an idle keep-alive connection the header
+deadline, and one address a limit of its own whose oldest reader makes room
+for a new connection.
+"""
+import json
+import os
+import statistics
+import threading
+import time
+
+from harness import Daemon, Http, raw_connect, read_until_close
+
+SCORE = b'{"query": [1], "items": [[2]], "label_token_ids": [3]}'
+SLOW_HEAD = (b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             b"Content-Length: 100000\r\n\r\n{")
+
+
+def threads(d):
+    return len(os.listdir("/proc/%d/task" % d.proc.pid))
+
+
+def attack(port, sources, per_source, first, then, stop, interval):
+    """per_source connections from each address that send first on
+    connecting, then `then` every interval (nothing when empty), and
+    reconnect at the next tick when the server drops them, until stop."""
+    socks = {(src, i): None for src in sources for i in range(per_source)}
+    while not stop.is_set():
+        for key, s in socks.items():
+            try:
+                if s is None:
+                    socks[key] = raw_connect(port, first, source=key[0], timeout=2)
+                elif then:
+                    s.sendall(then)
+            except OSError:
+                if s is not None:
+                    s.close()
+                socks[key] = None
+        stop.wait(interval)
+    for s in socks.values():
+        if s is not None:
+            s.close()
+
+
+def served_during(d, api, run_attack, seconds=12):
+    """The normal client's latencies (a new connection and one score each
+    0.25 s, from 127.0.0.1; None for one not answered 200 within 10 s)
+    while run_attack runs, and the daemon's most threads meanwhile."""
+    stop = threading.Event()
+    t = threading.Thread(target=run_attack, args=(stop,))
+    t.start()
+    latencies, most_threads = [], 0
+    try:
+        time.sleep(2)  # the attack's connections are in
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            t0 = time.monotonic()
+            try:
+                status, _, _ = api.score(SCORE, timeout=10)
+            except OSError:
+                status = None
+            latencies.append(time.monotonic() - t0 if status == 200 else None)
+            most_threads = max(most_threads, threads(d))
+            time.sleep(0.25)
+    finally:
+        stop.set()
+        t.join()
+    served = [t for t in latencies if t is not None]
+    print("%d of %d served, latency median %.1f ms, max %.1f ms; threads %d" % (
+        len(served), len(latencies), 1000 * statistics.median(served or [0]),
+        1000 * max(served or [0]), most_threads))
+    return latencies, most_threads
+
+
+def test_slow_bodies_leave_the_api_served():
+    """256 connections from eight addresses (32 each, the default limit
+    256 in all) each announce a 100,000-byte body and send a byte every
+    2 s, reconnecting when dropped (they once held every connection
+    libmicrohttpd allowed, a thread each, each byte restarting a 60 s
+    idle timeout: no other client was served). A normal client from another
+    address is served every time within 3 s (each new connection pushes the
+    oldest slow one out), and the daemon's threads do not grow with the
+    connections."""
+    with Daemon("--http-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0") as d:
+        api = Http(d)
+        api.score(SCORE)
+        before = threads(d)
+        sources = ["127.0.0.%d" % (10 + i) for i in range(8)]
+        latencies, most = served_during(
+            d, api, lambda stop: attack(api.port, sources, 32, SLOW_HEAD, b" ", stop, 2.0))
+        assert None not in latencies and max(latencies) < 3, latencies
+        assert most <= before + 2, (before, most)
+
+
+def test_idle_connections_leave_the_api_served():
+    """300 connections from the normal client's own address that send
+    nothing, reconnecting when dropped (they once closed the API for 61 s):
+    the address's limit (64) and the header deadline keep them from the
+    others' room, and the normal client's new connection pushes the oldest
+    idle one out: served every time within 3 s, threads flat."""
+    with Daemon("--http-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0") as d:
+        api = Http(d)
+        api.score(SCORE)
+        before = threads(d)
+        latencies, most = served_during(
+            d, api, lambda stop: attack(api.port, ["127.0.0.1"], 300, b"", b"", stop, 1.0))
+        assert None not in latencies and max(latencies) < 3, latencies
+        assert most <= before + 2, (before, most)
+
+
+def closed_after(s, send=b"", every=0.2, limit=8):
+    """Seconds until the server closes s (with no answer), sending `send`
+    every `every` s meanwhile; fails past limit."""
+    t0 = time.monotonic()
+    s.settimeout(every)
+    while time.monotonic() - t0 < limit:
+        try:
+            data = s.recv(65536)
+            assert data == b"", data
+            return time.monotonic() - t0
+        except TimeoutError:
+            pass
+        except ConnectionResetError:
+            return time.monotonic() - t0
+        try:
+            if send:
+                s.sendall(send)
+        except (BrokenPipeError, ConnectionResetError):
+            return time.monotonic() - t0
+    raise AssertionError("the connection was still open after %s s" % limit)
+
+
+def test_deadlines():
+    """With --http-header-timeout 1s and --http-body-min-rate 1K: headers
+    that trickle in (a line every 0.2 s, each byte once restarting a 60 s
+    idle timeout) are cut at 1 s; a body that trickles (a byte every
+    0.2 s) at 1 s plus what it sent at 1 KB/s; a keep-alive connection idle
+    after its answer at 1 s; a body at 4 KB/s that takes 3 s is read and
+    answered."""
+    with Daemon("--http-listen", "127.0.0.1:0", "--http-header-timeout", "1s",
+                "--http-body-min-rate", "1K") as d:
+        api = Http(d)
+        s = raw_connect(api.port, b"POST /v1/score HTTP/1.1\r\nHost: x\r\n")
+        t = closed_after(s, b"X-Slow: 1\r\n")
+        s.close()
+        assert 0.9 <= t < 3, t
+
+        s = raw_connect(api.port, SLOW_HEAD)
+        t = closed_after(s, b" ")
+        s.close()
+        assert 0.9 <= t < 3, t
+
+        conn = api.connection(timeout=10)
+        status, _, got = api.score(SCORE, conn=conn)
+        assert status == 200, got
+        t = closed_after(conn.sock)
+        conn.close()
+        assert 0.9 <= t < 3, t
+
+        body = SCORE[:-1] + b" " * (12000 - len(SCORE)) + b"}"
+        s = raw_connect(api.port, b"POST /v1/score HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                                  b"Content-Length: %d\r\n\r\n" % len(body))
+        t0 = time.monotonic()
+        for i in range(0, len(body), 400):
+            s.sendall(body[i:i + 400])
+            time.sleep(0.1)
+        assert time.monotonic() - t0 > 2.5
+        data = read_until_close(s)
+        s.close()
+        assert data.startswith(b"HTTP/1.1 200 "), data
+
+
+def still_open(s):
+    """Nothing comes on s within 0.5 s, not even its close."""
+    s.settimeout(0.5)
+    try:
+        return s.recv(1) == b"never"
+    except TimeoutError:
+        return True
+
+
+def test_one_address_has_a_limit_of_its_own():
+    """--http-max-connections-per-peer 4: a fifth idle connection from
+    127.0.0.2 closes that address's oldest, and a client from 127.0.0.1
+    is not touched by either."""
+    with Daemon("--http-listen", "127.0.0.1:0", "--http-max-connections-per-peer", "4") as d:
+        api = Http(d)
+        other = raw_connect(api.port)
+        idle = [raw_connect(api.port, source="127.0.0.2") for _ in range(4)]
+        time.sleep(0.5)
+        idle.append(raw_connect(api.port, source="127.0.0.2"))
+        idle[0].settimeout(3)
+        assert read_until_close(idle[0]) == b""
+        for s in idle[1:] + [other]:
+            assert still_open(s)
+        other.sendall(b"POST /v1/score HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                      b"Content-Length: %d\r\n\r\n%s" % (len(SCORE), SCORE))
+        other.settimeout(10)
+        head, _, body = read_until_close(other).partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 "), head
+        assert json.loads(body)["scores"], body
+        for s in idle + [other]:
+            s.close()
