@@ -79,17 +79,20 @@ struct http_listener {
     pthread_cond_t fired; /* a slot's on_hangup returned */
     conn_slot *slots;     /* [n_slots]: the connections counted and those closing */
     int n_slots;
+    char *refusal; /* the whole 503 */
+    size_t refusal_len;
     struct pollfd *polled;  /* [2 + n_slots]: the acceptor's */
     conn_slot **polled_for; /* [n_slots]: the slot of polled[2 + i] */
 };
 
-static const char REFUSAL[] = "HTTP/1.1 503 Service Unavailable\r\n"
-                              "Connection: close\r\n"
-                              "Content-Type: text/plain; charset=utf-8\r\n"
-                              "Retry-After: 1\r\n"
-                              "Content-Length: 21\r\n"
-                              "\r\n"
-                              "too many connections\n";
+static const char REFUSAL_TEXT[] = "too many connections\n";
+static const char REFUSAL_HEAD[] = "HTTP/1.1 503 Service Unavailable\r\n"
+                                   "Connection: close\r\n"
+                                   "Content-Type: %s\r\n"
+                                   "Retry-After: 1\r\n"
+                                   "Content-Length: %zu\r\n"
+                                   "\r\n"
+                                   "%s";
 
 static bool same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
@@ -103,11 +106,12 @@ static bool same_host(const struct sockaddr_storage *a, const struct sockaddr_st
     return true;
 }
 
-static void refuse(int fd)
+static void refuse(const http_listener *l, int fd)
 {
     /* best effort: the answer fits any socket buffer, and a peer that is
-     * gone gets nothing */
-    ssize_t sent = send(fd, REFUSAL, sizeof REFUSAL - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+     * gone gets nothing; a TLS client sees the connection close */
+    ssize_t sent =
+        l->opt.tls_cert ? 0 : send(fd, l->refusal, l->refusal_len, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)sent;
     close(fd);
 }
@@ -193,7 +197,7 @@ static void admit(http_listener *l, int fd, const struct sockaddr_storage *peer,
     if (dup_fd < 0 || !ino) {
         if (dup_fd >= 0) close(dup_fd);
         pthread_mutex_unlock(&l->mu);
-        refuse(fd);
+        refuse(l, fd);
         return;
     }
     int64_t now = monotonic_ms();
@@ -460,13 +464,16 @@ static lms_status start_daemon(http_listener *l, lms_error *err)
      * does not refuse silently while it still counts connections it has
      * closed and not yet cleaned up; it has no idle timeout: the deadlines
      * are ours */
-    struct MHD_OptionItem items[9] = {
+    struct MHD_OptionItem items[10] = {
         {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, (void *)opt->name},
         {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, l},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, l},
         {MHD_OPTION_CONNECTION_LIMIT, 4 * l->n_slots, NULL},
         {MHD_OPTION_CONNECTION_TIMEOUT, 0, NULL}};
     size_t n = 5;
+    if (opt->memory_limit)
+        items[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                                             (intptr_t)opt->memory_limit, NULL};
     if (opt->threads > 1)
         items[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, opt->threads, NULL};
     if (tls) {
@@ -509,7 +516,15 @@ lms_status http_listener_start(const http_listener_options *opt, http_listener *
     atomic_init(&l->stopping, false);
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->fired, NULL);
-    lms_status st = open_socket(opt->address, opt->flag, l, err);
+    const char *body = opt->refusal ? opt->refusal : REFUSAL_TEXT;
+    const char *type = opt->refusal ? opt->refusal_type : "text/plain; charset=utf-8";
+    size_t len = strlen(body), room = sizeof REFUSAL_HEAD + strlen(type) + 24 + len;
+    lms_status st = LMS_OK;
+    if (!(l->refusal = malloc(room)))
+        st = lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
+    else
+        l->refusal_len = (size_t)snprintf(l->refusal, room, REFUSAL_HEAD, type, len, body);
+    if (st == LMS_OK) st = open_socket(opt->address, opt->flag, l, err);
     if (st == LMS_OK && pipe2(l->wake, O_CLOEXEC | O_NONBLOCK) != 0)
         st = lms_fail(err, LMS_ERR_IO, NULL, opt->flag, "pipe: %s", strerror(errno));
     if (st == LMS_OK) st = start_daemon(l, err);
@@ -546,6 +561,7 @@ void http_listener_stop(http_listener *l)
     if (l->wake[1] >= 0) close(l->wake[1]);
     pthread_cond_destroy(&l->fired);
     pthread_mutex_destroy(&l->mu);
+    free(l->refusal);
     free(l->polled);
     free(l->polled_for);
     free(l->slots);

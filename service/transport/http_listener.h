@@ -49,6 +49,10 @@ typedef struct {
     http_listener_limits limits;
     unsigned threads;               /* libmicrohttpd's threads, >= 1 */
     const char *tls_key, *tls_cert; /* PEM text, both NULL for plaintext */
+    /* the body of the 503 a connection past the limits gets, and its
+     * Content-Type; NULL: "too many connections" as text */
+    const char *refusal, *refusal_type;
+    size_t memory_limit; /* of a connection's buffers (its headers); 0: libmicrohttpd's */
     MHD_AccessHandlerCallback handler;
     MHD_RequestCompletedCallback completed; /* optional */
     void *cls;                              /* for both */

@@ -42,11 +42,20 @@
  * is sized for. They parse requests, decode bodies and render answers;
  * the scoring runs on the engine's own threads. */
 #define HTTP_THREADS 2
+/* The request line's target and the header fields, each refused past its
+ * limit with a JSON answer (414, 431). libmicrohttpd holds a request's
+ * head in a buffer of its own per connection and answers one that does
+ * not fit with an HTML page: the buffer is made well larger than the
+ * limits, so that only a head past it meets that page. */
+#define MAX_URI_BYTES    ((size_t)8 << 10)
+#define MAX_HEADER_BYTES ((size_t)16 << 10)
+#define CONNECTION_BYTES ((size_t)64 << 10)
 
 struct http_server {
     http_listener *listener;
     http_options opt;
     tls_pem_pair pem;       /* kept while the daemon runs */
+    char *refusal;          /* the 503 of a connection past the limits: JSON */
     atomic_llong receiving; /* bytes held for bodies being received */
 };
 
@@ -211,24 +220,25 @@ static void receive(exchange *ex, const char *data, size_t n)
 /* What the handler reads of the request's headers, with their lengths: the
  * first x-request-id, the traceparent when there is exactly one
  * (several are ambiguous), as the gRPC call layer reads its metadata; the
- * authorization values; what RFC 9112 says must be refused; and the first
- * header whose value holds a NUL (libmicrohttpd keeps the value whole, but
- * a C string of it ends at the NUL). */
+ * authorization values; what RFC 9112 says must be refused; the size of
+ * the header fields, and of the query string (part of the target). */
 typedef struct {
     const char *request_id, *traceparent, *authorization, *content_type, *transfer_encoding;
     size_t request_id_len, traceparent_len, authorization_len;
     size_t traceparents, authorizations, content_lengths, transfer_encodings;
-    const char *nul_in;
+    size_t header_bytes, query_bytes;
 } request_headers;
 
 static enum MHD_Result read_header(void *cls, enum MHD_ValueKind kind, const char *key,
                                    size_t key_size, const char *value, size_t value_size)
 {
     request_headers *h = cls;
-    (void)kind;
-    (void)key_size;
+    if (kind == MHD_GET_ARGUMENT_KIND) {
+        h->query_bytes += key_size + 2 + (value ? value_size : 0); /* ?k=v& */
+        return MHD_YES;
+    }
+    h->header_bytes += key_size + 4 + (value ? value_size : 0); /* k: v CR LF */
     if (!value) return MHD_YES;
-    if (!h->nul_in && memchr(value, '\0', value_size)) h->nul_in = key;
     if (strcasecmp(key, REQUEST_ID_HEADER) == 0) {
         if (!h->request_id) h->request_id = value, h->request_id_len = value_size;
     } else if (strcasecmp(key, TRACEPARENT_HEADER) == 0) {
@@ -296,7 +306,7 @@ static exchange *begin(http_server *s, struct MHD_Connection *conn, const char *
     ex->ep = find_endpoint(s, url);
     pthread_mutex_init(&ex->mu, NULL);
     request_headers h = {0};
-    MHD_get_connection_values_n(conn, MHD_HEADER_KIND, read_header, &h);
+    MHD_get_connection_values_n(conn, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND, read_header, &h);
     request_context_init(&ex->context, h.request_id, h.request_id_len,
                          h.traceparents == 1 ? h.traceparent : NULL,
                          h.traceparents == 1 ? h.traceparent_len : 0);
@@ -318,6 +328,16 @@ static exchange *begin(http_server *s, struct MHD_Connection *conn, const char *
         ex->close = true;
         rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "malformed_request", NULL,
                        "%s (RFC 9112)", framing);
+        call_finish(ex->c, &st);
+    } else if (strlen(url) + h.query_bytes > MAX_URI_BYTES) {
+        ex->close = true;
+        rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, "uri_too_long", NULL,
+                       "the request target is longer than %zu bytes", MAX_URI_BYTES);
+        call_finish(ex->c, &st);
+    } else if (h.header_bytes > MAX_HEADER_BYTES) {
+        ex->close = true;
+        rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, "headers_too_large", NULL,
+                       "the request's header fields take more than %zu bytes", MAX_HEADER_BYTES);
         call_finish(ex->c, &st);
     } else if (!(ex->ep && ex->ep->handler.open) &&
                !api_keys_check(s->opt.keys, h.authorization, h.authorization_len, h.authorizations,
@@ -455,6 +475,22 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     *req_cls = NULL;
 }
 
+/* The answer to a connection past the limits, as every error: JSON. */
+static char *refusal_json(void)
+{
+    rpc_status st;
+    rpc_status_set(&st, GRPC_STATUS_UNAVAILABLE, "too_many_connections", NULL,
+                   "the server holds as many connections as it may, none of them one it can "
+                   "close for this one (--http-max-connections, "
+                   "--http-max-connections-per-peer): retry later");
+    json_writer w;
+    json_writer_init(&w);
+    http_status_json(&st, &w);
+    char *text = NULL;
+    size_t len = 0;
+    return json_writer_done(&w, &text, &len) ? text : NULL;
+}
+
 lms_status http_server_start(const http_options *opt, http_server **out, lms_error *err)
 {
     http_server *s = calloc(1, sizeof *s);
@@ -468,6 +504,8 @@ lms_status http_server_start(const http_options *opt, http_server **out, lms_err
                       "this libmicrohttpd cannot serve TLS: --http-listen with --tls-cert needs "
                       "one built with GnuTLS");
     if (st == LMS_OK && tls) st = tls_read_pair(opt->tls_cert, opt->tls_key, &s->pem, err);
+    if (st == LMS_OK && !(s->refusal = refusal_json()))
+        st = lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
     const http_listener_options lo = {.address = opt->listen,
                                       .flag = "http-listen",
                                       .name = "HTTP server",
@@ -478,12 +516,16 @@ lms_status http_server_start(const http_options *opt, http_server **out, lms_err
                                       .threads = HTTP_THREADS,
                                       .tls_key = tls ? s->pem.key : NULL,
                                       .tls_cert = tls ? s->pem.cert : NULL,
+                                      .refusal = s->refusal,
+                                      .refusal_type = "application/json",
+                                      .memory_limit = CONNECTION_BYTES,
                                       .handler = on_request,
                                       .completed = on_completed,
                                       .cls = s};
     if (st == LMS_OK) st = http_listener_start(&lo, &s->listener, err);
     if (st != LMS_OK) {
         tls_pem_pair_free(&s->pem);
+        free(s->refusal);
         free(s);
         return st;
     }
@@ -501,5 +543,6 @@ void http_server_stop(http_server *s)
     if (!s) return;
     http_listener_stop(s->listener);
     tls_pem_pair_free(&s->pem);
+    free(s->refusal);
     free(s);
 }

@@ -31,6 +31,8 @@ unsigned http_status_of(const rpc_status *st)
         return 501;
     case GRPC_STATUS_RESOURCE_EXHAUSTED:
         if (strcmp(st->reason, "queue_full") == 0) return 429;
+        if (strcmp(st->reason, "uri_too_long") == 0) return 414;
+        if (strcmp(st->reason, "headers_too_large") == 0) return 431;
         /* out of memory, or the receive buffer full: the server's state */
         if (!st->reason[0] || strcmp(st->reason, "resource_exhausted") == 0 ||
             strcmp(st->reason, "receive_buffer_full") == 0)

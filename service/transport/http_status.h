@@ -19,9 +19,8 @@
 /* 400 bad input, 401 no or wrong API key, 404 no such path (UNIMPLEMENTED
  * not_found, as gRPC answers an unknown method) or model, 405 the wrong
  * method (UNIMPLEMENTED method_not_allowed), 413 a request or answer over
- * the size limits, 429 the queue is full, 503 not ready, draining or out
- * of memory, 504 the deadline passed, 499 the client went away, 500
- * otherwise. */
+ * the size limits (414 its path, 431 its headers), 429 the queue is full, 503 not ready, draining
+ * or out of memory, 504 the deadline passed, 499 the client went away, 500 otherwise. */
 unsigned http_status_of(const rpc_status *st);
 /* The error body of st, into w. */
 void http_status_json(const rpc_status *st, json_writer *w);

@@ -24,7 +24,8 @@ import grpc
 import pytest
 
 from harness import (LMSCORED, LMSCORED_TEST_HOOKS, MODEL, Daemon, Http, Metrics, RssSampler,
-                     error_info, http_error, steady_memory_env, text, tokens, value)
+                     error_info, http_error, read_until_close, steady_memory_env, text, tokens,
+                     value)
 from lmscore.v1 import score_pb2, score_pb2_grpc
 
 VOCAB = 151936
@@ -538,9 +539,7 @@ def test_ambiguous_framing_is_refused_and_the_connection_closed(small, case):
             SMUGGLING[case] % len(body) + b"\r\n")
     s = raw_request(api.port, head + body + second, timeout=30)
     try:
-        data = b""
-        while chunk := s.recv(65536):
-            data += chunk
+        data = read_until_close(s)
     finally:
         s.close()
     assert data.count(b"HTTP/1.1 ") == 1, data  # one answer, then the close
@@ -548,6 +547,30 @@ def test_ambiguous_framing_is_refused_and_the_connection_closed(small, case):
     assert head.startswith(b"HTTP/1.1 400 ") and b"Connection: close" in head, data
     assert http_error(json.loads(got)) == ("malformed_request", None), got
     assert b"RFC 9112" in got
+
+
+HEAD_LIMITS = {
+    "uri_too_long": (b"POST /v1/" + b"a" * 9000 + b"?x=1 HTTP/1.1\r\nHost: x\r\n", 414),
+    "headers_too_large": (b"POST /v1/score HTTP/1.1\r\nHost: x\r\n" +
+                          b"X-Pad: %s\r\n" % (b"p" * 1000) * 17, 431),
+}
+
+
+@pytest.mark.parametrize("case", list(HEAD_LIMITS))
+def test_a_head_past_its_limits_is_refused_as_json(small, case):
+    """A request target past 8 KiB is 414, header fields past 16 KiB 431,
+    in the documented JSON form, once, and the connection closes
+    (libmicrohttpd answered both with an HTML page of its own)."""
+    head, status = HEAD_LIMITS[case]
+    s = raw_request(small[0].port, head + b"Content-Length: 2\r\n\r\n{}", timeout=30)
+    try:
+        data = read_until_close(s)
+    finally:
+        s.close()
+    assert data.count(b"HTTP/1.1 ") == 1, data
+    head, _, got = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 %d " % status) and b"Connection: close" in head, data
+    assert http_error(json.loads(got)) == (case, None), got
 
 
 def test_only_json_bodies_are_read(small):

@@ -12,7 +12,7 @@ import statistics
 import threading
 import time
 
-from harness import Daemon, Http, raw_connect, read_until_close
+from harness import Daemon, Http, http_error, raw_connect, read_until_close
 
 SCORE = b'{"query": [1], "items": [[2]], "label_token_ids": [3]}'
 SLOW_HEAD = (b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -204,3 +204,29 @@ def test_one_address_has_a_limit_of_its_own():
         assert json.loads(body)["scores"], body
         for s in idle + [other]:
             s.close()
+
+
+def test_with_no_connection_to_push_out_a_client_gets_503_as_json():
+    """--http-max-connections 1 held by a call the engine is running (not a
+    reader, so not pushed out): a new connection is answered 503
+    too_many_connections as JSON, Retry-After and Connection: close, and
+    the running call is not disturbed."""
+    with Daemon("--http-listen", "127.0.0.1:0", "--http-max-connections", "1",
+                "--max-items", "100000") as d:
+        api = Http(d)
+        body = json.dumps({"query": [1, 2, 3], "label_token_ids": [6, 7],
+                           "items": [[1000 + i % 500, 7, 8, 9] for i in range(2000)],
+                           "algorithm": "ALGORITHM_SERIAL"}).encode()
+        s = raw_connect(api.port, b"POST /v1/score HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                                  b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        d.wait_jobs(1)
+        # the answer comes on accept, before any request is read
+        refused = raw_connect(api.port, timeout=10)
+        head, _, got = read_until_close(refused).partition(b"\r\n\r\n")
+        refused.close()
+        assert head.startswith(b"HTTP/1.1 503 "), head
+        assert b"Connection: close" in head and b"Retry-After: 1" in head, head
+        assert http_error(json.loads(got)) == ("too_many_connections", None), got
+        s.settimeout(120)
+        assert read_until_close(s).startswith(b"HTTP/1.1 200 ")
+        s.close()
