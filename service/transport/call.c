@@ -45,6 +45,7 @@ struct call {
     void *state;
     atomic_int refs;
     atomic_bool cancelled;
+    atomic_bool lost;  /* call_open'ed: its answer never reached the client */
     atomic_bool ended; /* mirrors finished, for call_should_stop */
 
     pthread_mutex_t mu; /* guards everything below */
@@ -295,7 +296,10 @@ static void destroy(call *c)
 
     log_record r;
     call_log_begin(&r, c, atomic_load(&g_log_every_call) ? LOG_INFO : LOG_DEBUG, "call finished");
-    log_str(&r, "code", metrics_code_name(code));
+    /* the log tells what the client got: nothing, for a lost answer */
+    bool lost = atomic_load(&c->lost);
+    log_str(&r, "code", metrics_code_name(lost ? GRPC_STATUS_CANCELLED : code));
+    if (lost) log_str(&r, "unsent", metrics_code_name(code));
     log_ms(&r, "ms", c->took_ns);
     if (code != GRPC_STATUS_OK && reason[0]) log_str(&r, "reason", reason);
     log_end(&r);
@@ -429,6 +433,11 @@ static void end_call(call *c, const rpc_status *st, grpc_byte_buffer *reply)
     else
         start_status_locked(c);
     pthread_mutex_unlock(&c->mu);
+}
+
+void call_answer_lost(call *c)
+{
+    atomic_store(&c->lost, true);
 }
 
 void call_finish(call *c, const rpc_status *st)

@@ -110,6 +110,10 @@ call *call_open(const call_handler *h, const char *method, const request_context
 /* The client of a call_open'ed call went away: its work stops as a
  * cancelled gRPC call's does (call_should_stop, on_close). */
 void call_cancel(call *c);
+/* The answer of a call_open'ed call was not sent whole (its connection
+ * closed first): its log record says CANCELLED, what the client saw, and
+ * names the status decided (unsent); the counters keep the status. */
+void call_answer_lost(call *c);
 
 /* For the server: takes over gc (one reference) and starts the handler's
  * batches. A NULL handler answers UNIMPLEMENTED; a call refused (by the API

@@ -38,6 +38,9 @@
  * deadlines hold to this. */
 #define SWEEP_MS       100
 #define LISTEN_BACKLOG 64
+/* On stop, how long the answers ready or about to be (their calls have
+ * ended) have to go out before every connection closes. */
+#define STOP_GRACE_MS 1000
 
 /* Where a connection's request stands: what its deadline is, whether it
  * may be pushed out. */
@@ -544,6 +547,30 @@ int http_listener_port(const http_listener *l)
     return l->port;
 }
 
+/* On stop: a connection reading a request is closed, so that no request
+ * is read that would not be answered; the answers of the others get
+ * STOP_GRACE_MS to go out. */
+static void let_answers_out(http_listener *l)
+{
+    int64_t until = monotonic_ms() + STOP_GRACE_MS;
+    for (;;) {
+        int answering = 0;
+        pthread_mutex_lock(&l->mu);
+        for (int i = 0; i < l->n_slots; i++) {
+            conn_slot *s = &l->slots[i];
+            if (!s->used || s->shut) continue;
+            if (reading(s))
+                shut_locked(s);
+            else
+                answering++;
+        }
+        pthread_mutex_unlock(&l->mu);
+        if (!answering || monotonic_ms() >= until) return;
+        struct timespec pause = {0, 10 * 1000000};
+        nanosleep(&pause, NULL);
+    }
+}
+
 void http_listener_stop(http_listener *l)
 {
     if (!l) return;
@@ -552,6 +579,7 @@ void http_listener_stop(http_listener *l)
         ssize_t w = write(l->wake[1], "x", 1);
         (void)w;
         pthread_join(l->acceptor, NULL);
+        let_answers_out(l);
     }
     if (l->daemon) MHD_stop_daemon(l->daemon); /* closes its connections: notified */
     for (int i = 0; i < l->n_slots; i++)

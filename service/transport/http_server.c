@@ -452,14 +452,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 }
 
 /* The request is over, answered or not (the client gone, the server
- * stopping): a call that never started its work ends CANCELLED. */
+ * stopping): a call that never started its work ends CANCELLED, and one
+ * whose answer did not go out whole is logged as such. */
 static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls, (void)conn, (void)toe;
+    (void)cls, (void)conn;
     exchange *ex = *req_cls;
     if (!ex) return;
-    if (!ended(ex)) {
+    if (ended(ex) && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+        call_answer_lost(ex->c);
+    } else if (!ended(ex)) {
         rpc_status st;
         rpc_status_set(&st, GRPC_STATUS_CANCELLED, NULL, NULL,
                        "the connection closed before the request was complete");

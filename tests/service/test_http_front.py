@@ -8,7 +8,10 @@ for a new connection.
 """
 import json
 import os
+import signal
+import ssl
 import statistics
+import subprocess
 import threading
 import time
 
@@ -230,3 +233,113 @@ def test_with_no_connection_to_push_out_a_client_gets_503_as_json():
         s.settimeout(120)
         assert read_until_close(s).startswith(b"HTTP/1.1 200 ")
         s.close()
+
+
+def test_tls_is_served(tmp_path):
+    """With --tls-cert the HTTP API speaks TLS through the acceptor and the
+    suspended connections: a score that waits for the engine is answered,
+    twice on one kept-alive connection, and a plaintext client gets no
+    answer."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    context = ssl.create_default_context(cafile=str(cert))
+    context.check_hostname = False
+    with Daemon("--http-listen", "127.0.0.1:0", "--tls-cert", str(cert), "--tls-key",
+                str(key), wait_serving=False) as d:
+        d.wait_for_log(r'msg"?[=:]"?serving', 180)  # gRPC's health check would need TLS
+        api = Http(d, context=context)
+        body = {"query": [1, 2, 3], "label_token_ids": [6, 7],
+                "items": [[1000 + i, 7, 8, 9] for i in range(200)]}
+        conn = api.connection(timeout=60)
+        for _ in range(2):
+            status, _, got = api.score(body, conn=conn)
+            assert status == 200 and len(got["scores"]) == 200, got
+        conn.close()
+        s = raw_connect(api.port, b"POST /v1/score HTTP/1.1\r\nHost: x\r\n"
+                                  b"Content-Length: %d\r\n\r\n%s" % (len(SCORE), SCORE),
+                        timeout=10)
+        assert not read_until_close(s).startswith(b"HTTP/1.1 200")
+        s.close()
+
+
+def keep_alive_client(port, name, stop, results):
+    """Sends scores one after the other on a kept-alive connection, each
+    with its own x-request-id, opening a new connection when the server
+    closes one, until stop or the server is gone. results gets (request id,
+    HTTP status or None when no answer came)."""
+    s, n = None, 0
+    while not stop.is_set():
+        rid = "%s-%d" % (name, n)
+        n += 1
+        try:
+            if s is None:
+                s = raw_connect(port, timeout=20)
+            s.sendall(b"POST /v1/score HTTP/1.1\r\nHost: x\r\nx-request-id: %s\r\n"
+                      b"Content-Length: %d\r\n\r\n%s" % (rid.encode(), len(SCORE), SCORE))
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = s.recv(65536)
+                if not chunk:
+                    raise ConnectionResetError("closed")
+                data += chunk
+            head, _, body = data.partition(b"\r\n\r\n")
+            fields = dict(line.split(b": ", 1) for line in head.split(b"\r\n")[1:])
+            while len(body) < int(fields[b"Content-Length"]):
+                chunk = s.recv(65536)
+                if not chunk:
+                    raise ConnectionResetError("closed in the body")
+                body += chunk
+            assert fields[b"x-request-id"] == rid.encode(), (rid, head)
+            results.append((rid, int(head.split()[1])))
+            if fields.get(b"Connection") == b"close":
+                s.close()
+                s = None
+        except ConnectionRefusedError:
+            results.append((rid, None))
+            break
+        except OSError:
+            results.append((rid, None))
+            if s is not None:
+                s.close()
+            s = None
+    if s is not None:
+        s.close()
+
+
+def test_the_drain_logs_only_answers_sent():
+    """Keep-alive clients send request after request while the daemon
+    drains and stops (SIGTERM): a request is answered, or never read. Every
+    request the log records as finished with a status was answered with
+    it; a request that got no answer is logged as CANCELLED or not at all
+    (one logged as answered once got nothing)."""
+    d = Daemon("--http-listen", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug")
+    try:
+        api = Http(d)
+        stop, results = threading.Event(), []
+        clients = [threading.Thread(target=keep_alive_client,
+                                    args=(api.port, "c%d" % i, stop, results)) for i in range(6)]
+        for c in clients:
+            c.start()
+        time.sleep(1.5)
+        d.proc.send_signal(signal.SIGTERM)
+        assert d.proc.wait(60) == 0
+        stop.set()
+        for c in clients:
+            c.join()
+    finally:
+        stop.set()
+        d.stop(signal.SIGKILL)
+    assert "Sanitizer" not in d.log() and "runtime error" not in d.log()
+    answered = dict(results)
+    logged = {}
+    for line in d.log().splitlines():
+        record = json.loads(line)
+        if record.get("msg") == "call finished" and record.get("request_id") in answered:
+            logged[record["request_id"]] = record["code"]
+    http_of = {"OK": 200, "UNAVAILABLE": 503}
+    assert 200 in answered.values() and 503 in answered.values(), results
+    wrong = {rid: (code, answered[rid]) for rid, code in logged.items()
+             if code != "CANCELLED" and answered[rid] != http_of.get(code)}
+    assert not wrong, wrong
