@@ -381,6 +381,16 @@ def raw_connect(port, data=b"", source="127.0.0.1", timeout=60):
     return s
 
 
+def start_long_score(port, items=3000):
+    """A raw connection whose POST /v1/score keeps the engine busy for a
+    while (items scored one by one; the daemon needs --max-items 100000)."""
+    body = json.dumps({"query": [1, 2, 3], "label_token_ids": [6, 7],
+                       "items": [[1000 + i % 500, 7, 8, 9] for i in range(items)],
+                       "algorithm": "ALGORITHM_SERIAL"}).encode()
+    return raw_connect(port, b"POST /v1/score HTTP/1.1\r\nHost: x\r\n"
+                             b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+
 def read_until_close(s):
     """Every byte s receives until the server closes it (a reset ends it
     too: a server that shuts a socket with unread bytes resets it)."""

@@ -17,7 +17,7 @@ import pytest
 import lmscore
 from grpc_reflection.v1 import reflection_pb2, reflection_pb2_grpc
 from harness import (BUILD, LMSCORED, MODEL, Daemon, Http, Metrics, error_info, http_error,
-                     tokens, value)
+                     read_until_close, tokens, value)
 from lmscore._pb import health_pb2, health_pb2_grpc
 from lmscore.v1 import score_pb2, score_pb2_grpc
 
@@ -255,9 +255,7 @@ def test_two_authorization_headers_are_refused(daemon):
                       b"Authorization: Bearer %s\r\nAuthorization: Bearer %s\r\n"
                       b"Content-Length: %d\r\n\r\n%s"
                       % (KEYS[0].encode(), second.encode(), len(body), body))
-            data = b""
-            while chunk := s.recv(65536):
-                data += chunk
+            data = read_until_close(s)
         head, _, got = data.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 401 "), data
         assert http_error(json.loads(got)) == ("invalid_api_key", None), got

@@ -14,7 +14,6 @@ names (--served-model-name) are the ones a request may name.
 import json
 import math
 import signal
-import socket
 import struct
 import subprocess
 import threading
@@ -24,8 +23,8 @@ import grpc
 import pytest
 
 from harness import (LMSCORED, LMSCORED_TEST_HOOKS, MODEL, Daemon, Http, Metrics, RssSampler,
-                     error_info, http_error, read_until_close, steady_memory_env, text, tokens,
-                     value)
+                     error_info, http_error, raw_connect, read_until_close, start_long_score,
+                     steady_memory_env, text, tokens, value)
 from lmscore.v1 import score_pb2, score_pb2_grpc
 
 VOCAB = 151936
@@ -686,20 +685,12 @@ def test_queue_loading_and_drain():
 # --- bodies and memory -----------------------------------------------------
 
 def raw_request(port, head, timeout=60):
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    s.sendall(head)
-    return s
+    return raw_connect(port, head, timeout=timeout)
 
 
 def read_response(s):
     """(status, body) of the response on s, which the server then closes."""
-    data = b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
+    head, _, body = read_until_close(s).partition(b"\r\n\r\n")
     if not head:
         raise ConnectionResetError("the server closed the connection without an answer")
     return int(head.split()[1]), json.loads(body) if body else None
@@ -822,11 +813,7 @@ def test_a_client_that_hangs_up_cancels_its_call():
     with Daemon("--http-listen", "127.0.0.1:0", "--max-items", "100000",
                 "--metrics-listen", "127.0.0.1:0") as d:
         api = Http(d)
-        body = json.dumps({"query": [1, 2, 3], "label_token_ids": [6, 7],
-                           "items": [[1000 + i % 500, 7, 8, 9] for i in range(3000)],
-                           "algorithm": "ALGORITHM_SERIAL"}).encode()
-        s = raw_request(api.port, b"POST /v1/score HTTP/1.1\r\nHost: x\r\n"
-                                  b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        s = start_long_score(api.port)
         d.wait_jobs(1)
         t0 = time.monotonic()
         s.close()

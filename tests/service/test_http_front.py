@@ -15,7 +15,7 @@ import subprocess
 import threading
 import time
 
-from harness import Daemon, Http, http_error, raw_connect, read_until_close
+from harness import Daemon, Http, http_error, raw_connect, read_until_close, start_long_score
 
 SCORE = b'{"query": [1], "items": [[2]], "label_token_ids": [3]}'
 SLOW_HEAD = (b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -217,11 +217,7 @@ def test_with_no_connection_to_push_out_a_client_gets_503_as_json():
     with Daemon("--http-listen", "127.0.0.1:0", "--http-max-connections", "1",
                 "--max-items", "100000") as d:
         api = Http(d)
-        body = json.dumps({"query": [1, 2, 3], "label_token_ids": [6, 7],
-                           "items": [[1000 + i % 500, 7, 8, 9] for i in range(2000)],
-                           "algorithm": "ALGORITHM_SERIAL"}).encode()
-        s = raw_connect(api.port, b"POST /v1/score HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                                  b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        s = start_long_score(api.port)
         d.wait_jobs(1)
         # the answer comes on accept, before any request is read
         refused = raw_connect(api.port, timeout=10)
@@ -230,9 +226,10 @@ def test_with_no_connection_to_push_out_a_client_gets_503_as_json():
         assert head.startswith(b"HTTP/1.1 503 "), head
         assert b"Connection: close" in head and b"Retry-After: 1" in head, head
         assert http_error(json.loads(got)) == ("too_many_connections", None), got
-        s.settimeout(120)
-        assert read_until_close(s).startswith(b"HTTP/1.1 200 ")
+        # the waiting call was not touched: its client hanging up cancels it
+        assert still_open(s)
         s.close()
+        d.wait_idle(timeout=60)
 
 
 def test_tls_is_served(tmp_path):
@@ -251,11 +248,11 @@ def test_tls_is_served(tmp_path):
         d.wait_for_log(r'msg"?[=:]"?serving', 180)  # gRPC's health check would need TLS
         api = Http(d, context=context)
         body = {"query": [1, 2, 3], "label_token_ids": [6, 7],
-                "items": [[1000 + i, 7, 8, 9] for i in range(200)]}
+                "items": [[1000 + i, 7, 8, 9] for i in range(40)]}
         conn = api.connection(timeout=60)
         for _ in range(2):
             status, _, got = api.score(body, conn=conn)
-            assert status == 200 and len(got["scores"]) == 200, got
+            assert status == 200 and len(got["scores"]) == 40, got
         conn.close()
         s = raw_connect(api.port, b"POST /v1/score HTTP/1.1\r\nHost: x\r\n"
                                   b"Content-Length: %d\r\n\r\n%s" % (len(SCORE), SCORE),

@@ -13,7 +13,7 @@ import socket
 import grpc
 import pytest
 
-from harness import Daemon, Http, tokens
+from harness import Daemon, Http, read_until_close, tokens
 from lmscore.v1 import score_pb2
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -218,8 +218,7 @@ def raw_path_request(port, path):
     with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
         s.sendall(b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nX-Request-Id: %s\r\n"
                   b"Content-Length: 2\r\nConnection: close\r\n\r\n{}" % path[-6:].hex().encode())
-        while s.recv(65536):
-            pass
+        read_until_close(s)
     return path[-6:].hex()
 
 
