@@ -32,12 +32,15 @@
  * shipping clang's sanitizer/allocator_interface.h). */
 void __sanitizer_purge_allocator(void);
 #endif
+#include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -265,6 +268,9 @@ static _Noreturn void exit_leaving(const char *what)
     _exit(1);
 }
 
+/* How often a model load still running says so. */
+#define LOAD_PROGRESS_MS 5000
+
 /* Loads the model while the main thread takes signals. A stop signal makes
  * the load stop at its next poll (LMS_ERR_CANCELLED); a load still running
  * --drain-timeout + STOP_GRACE_MS after it is left behind. */
@@ -280,8 +286,17 @@ static lms_status load_taking_signals(const service *svc, lms_engine **engine, l
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "cannot start the model load's thread");
     }
     int64_t stop_by = INT64_MAX;
+    int64_t started = monotonic_ms(), next_progress = started + LOAD_PROGRESS_MS;
     while (!atomic_load(&l->done)) {
-        if (monotonic_ms() >= stop_by) exit_leaving("the model load");
+        int64_t now = monotonic_ms();
+        if (now >= stop_by) exit_leaving("the model load");
+        if (now >= next_progress) {
+            log_record r;
+            log_begin(&r, LOG_INFO, "still loading the model");
+            log_int(&r, "ms", now - started);
+            log_end(&r);
+            next_progress += LOAD_PROGRESS_MS;
+        }
         int sig = signals_wait(10);
         if (!sig) continue;
         if (signals_action(sig) != SIGNAL_STOP) {
@@ -517,6 +532,27 @@ static void log_listening(const lmscored *d)
     log_end(&r);
 }
 
+/* Before a listener starts: false, having logged the port and the cause,
+ * when its address cannot be bound. gRPC core would say only "cannot
+ * listen" in its own words, and libmicrohttpd name port 0 (the port it was
+ * given, not the address's). */
+static bool can_listen(const char *address, const char *flag)
+{
+    int port, errnum;
+    lms_error err = {0};
+    if (listen_addr_probe(address, flag, &port, &errnum, &err) == LMS_OK) return true;
+    log_record r;
+    log_begin(&r, LOG_ERR, "cannot listen");
+    log_str(&r, "error", err.msg);
+    log_str(&r, "field", flag);
+    log_str(&r, "address", address);
+    log_int(&r, "port", port);
+    log_str(&r, "errno", strerrorname_np(errnum));
+    log_str(&r, "cause", strerror(errnum));
+    log_end(&r);
+    return false;
+}
+
 /* Step 3: the listeners, /metrics first and gRPC last (health answers
  * NOT_SERVING from then on). False (logged) when one cannot start. */
 static bool start_listeners(lmscored *d)
@@ -534,15 +570,18 @@ static bool start_listeners(lmscored *d)
                                          .keepalive_time_ms = cfg->keepalive_time_ms,
                                          .keepalive_min_time_ms = cfg->keepalive_min_time_ms},
                          .keys = d->keys};
+    if (cfg->metrics_listen[0] && !can_listen(cfg->metrics_listen, "metrics-listen")) return false;
     if (cfg->metrics_listen[0] &&
         metrics_http_start(cfg->metrics_listen, &d->svc, &d->metrics, &err) != LMS_OK) {
         log_error("cannot start the metrics server", &err);
         return false;
     }
+    if (d->http && !can_listen(cfg->http_listen, "http-listen")) return false;
     if (d->http && http_api_start(d->http, &err) != LMS_OK) {
         log_error("cannot start the HTTP server", &err);
         return false;
     }
+    if (!can_listen(cfg->listen, "listen")) return false;
     if (server_start(&so, d->handlers, N_GRPC_HANDLERS, &d->srv, &err) != LMS_OK) {
         log_error("cannot start the gRPC server", &err);
         return false;
@@ -553,6 +592,39 @@ static bool start_listeners(lmscored *d)
 
 typedef enum { LOAD_SERVES, LOAD_STOPPED, LOAD_FAILED } load_outcome;
 
+/* The bytes of a model: a GGUF file's size, or the sum of a Hugging Face
+ * directory's *.safetensors files; -1 when the path cannot be read (the
+ * load then says why). */
+static int64_t model_bytes(const char *path, bool is_dir)
+{
+    struct stat st;
+    if (!is_dir) return stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
+    DIR *dir = opendir(path);
+    if (!dir) return -1;
+    int64_t total = 0;
+    char file[4096];
+    for (struct dirent *e; (e = readdir(dir));) {
+        size_t len = strlen(e->d_name);
+        if (len < 12 || strcmp(e->d_name + len - 12, ".safetensors") != 0) continue;
+        snprintf(file, sizeof file, "%s/%s", path, e->d_name);
+        if (stat(file, &st) == 0) total += st.st_size;
+    }
+    closedir(dir);
+    return total;
+}
+
+static void log_loading(const char *path)
+{
+    struct stat st;
+    bool is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    log_record r;
+    log_begin(&r, LOG_INFO, "loading model");
+    log_str(&r, "path", path);
+    log_str(&r, "format", is_dir ? "safetensors" : "gguf");
+    log_int(&r, "bytes", model_bytes(path, is_dir));
+    log_end(&r);
+}
+
 /* Step 4: loads the model, taking signals; *stop_by is then the drain's
  * deadline had one begun. A stop signal meanwhile (LOAD_STOPPED), or a
  * model that does not load or fit the rerank profile (LOAD_FAILED), stops
@@ -561,6 +633,7 @@ static load_outcome load_engine(lmscored *d, int64_t *stop_by)
 {
     lms_error err = {0};
     systemd_status("loading the model");
+    log_loading(d->cfg->model_path);
     lms_status loaded = load_taking_signals(&d->svc, &d->engine, &err);
     *stop_by = monotonic_ms() + d->cfg->drain_timeout_ms;
     load_outcome outcome = LOAD_SERVES;
@@ -651,6 +724,7 @@ int main(int argc, char **argv)
     }
     if (outcome == CONFIG_EXIT) return 0;
     log_init(cfg.log_format, cfg.log_level);
+    grpc_log_route();
 
     /* Every thread inherits the mask, so the signals wait for the main
      * thread. */

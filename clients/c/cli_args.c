@@ -18,6 +18,8 @@ enum {
     OPT_ROUND_ROBIN,
     OPT_TIMEOUT,
     OPT_API_KEY_FILE,
+    OPT_REQUEST_ID,
+    OPT_METADATA,
     OPT_HELP
 };
 
@@ -29,6 +31,8 @@ static const cli_option CONNECTION_OPTIONS[] = {
     {"round-robin", NULL, "spread calls over every address ADDR resolves to"},
     {"timeout", "SECONDS", "deadline of each call (0: none)"},
     {"api-key-file", "FILE", "send the API key in FILE (default $LMSCORE_API_KEY)"},
+    {"request-id", "ID", "send x-request-id: ID (the server's logs name the call by it)"},
+    {"metadata", "KEY=VALUE", "send this call metadata too; repeatable"},
     {"help", NULL, "show this help"},
 };
 enum { N_CONNECTION_OPTIONS = sizeof CONNECTION_OPTIONS / sizeof CONNECTION_OPTIONS[0] };
@@ -64,6 +68,40 @@ static void print_usage(const cli_command *cmd, const cli_group *groups, size_t 
     print_options(out, "connection", CONNECTION_OPTIONS, N_CONNECTION_OPTIONS);
 }
 
+static bool add_metadata(const char *pair, rpc_options *conn)
+{
+    char why[160];
+    if (conn->n_metadata == RPC_MAX_METADATA) {
+        fprintf(stderr, "lmscore: at most %d --metadata options\n", RPC_MAX_METADATA);
+        return false;
+    }
+    if (!rpc_metadata_check(pair, why, sizeof why)) {
+        fprintf(stderr, "lmscore: --metadata: %s\n", why);
+        return false;
+    }
+    conn->metadata[conn->n_metadata++] = pair;
+    return true;
+}
+
+/* The server replaces an id that is not 1 to 128 visible ASCII characters
+ * (docs/api.md): the CLI refuses one rather than send it in vain. */
+static bool add_request_id(const char *id, rpc_options *conn)
+{
+    size_t len = strlen(id);
+    bool visible = len >= 1 && len <= 128;
+    for (size_t i = 0; visible && i < len; i++)
+        visible = id[i] >= '!' && id[i] <= '~';
+    if (!visible) {
+        fprintf(stderr,
+                "lmscore: --request-id wants 1 to 128 visible ASCII characters, not "
+                "\"%s\"\n",
+                id);
+        return false;
+    }
+    conn->request_id = id;
+    return true;
+}
+
 static bool handle_connection_option(int id, const char *value, rpc_options *conn)
 {
     switch (id) {
@@ -88,6 +126,10 @@ static bool handle_connection_option(int id, const char *value, rpc_options *con
     case OPT_API_KEY_FILE:
         conn->api_key_file = value;
         return true;
+    case OPT_REQUEST_ID:
+        return add_request_id(value, conn);
+    case OPT_METADATA:
+        return add_metadata(value, conn);
     }
     return false;
 }

@@ -91,15 +91,56 @@ static bool set_api_key(rpc_conn *conn, const rpc_options *opts, rpc_status *st)
     if (key && *key) {
         static const char scheme[] = "Bearer ";
         size_t len = strlen(key);
-        conn->authorization.key = grpc_slice_from_static_string("authorization");
-        conn->authorization.value = grpc_slice_malloc(sizeof scheme - 1 + len);
-        uint8_t *value = GRPC_SLICE_START_PTR(conn->authorization.value);
+        grpc_metadata *md = &conn->send_md[conn->n_send_md++];
+        md->key = grpc_slice_from_static_string("authorization");
+        md->value = grpc_slice_malloc(sizeof scheme - 1 + len);
+        uint8_t *value = GRPC_SLICE_START_PTR(md->value);
         memcpy(value, scheme, sizeof scheme - 1);
         memcpy(value + sizeof scheme - 1, key, len);
         conn->has_key = true;
     }
     free(from_file);
     return true;
+}
+
+/* The key and value of "key=value", borrowing pair's bytes. */
+static grpc_metadata split_pair(const char *pair)
+{
+    const char *eq = strchr(pair, '=');
+    size_t key_len = eq ? (size_t)(eq - pair) : strlen(pair);
+    const char *value = eq ? eq + 1 : pair + key_len;
+    return (grpc_metadata){.key = grpc_slice_from_static_buffer(pair, key_len),
+                           .value = grpc_slice_from_static_buffer(value, strlen(value))};
+}
+
+bool rpc_metadata_check(const char *pair, char *why, size_t why_size)
+{
+    grpc_metadata md = split_pair(pair);
+    size_t key_len = GRPC_SLICE_LENGTH(md.key);
+    if (!strchr(pair, '=') || key_len == 0)
+        snprintf(why, why_size, "\"%s\" is not KEY=VALUE", pair);
+    else if (!grpc_header_key_is_legal(md.key))
+        snprintf(why, why_size, "\"%.*s\" is no metadata key (lowercase a-z, 0-9, -, _, .)",
+                 (int)key_len, pair);
+    else if (key_len >= 5 && strncmp(pair, "grpc-", 5) == 0)
+        snprintf(why, why_size, "\"%.*s\": grpc-* keys are gRPC's own", (int)key_len, pair);
+    else if (!grpc_is_binary_header(md.key) && !grpc_header_nonbin_value_is_legal(md.value))
+        snprintf(why, why_size, "the value of %.*s is not printable ASCII (a -bin key takes any)",
+                 (int)key_len, pair);
+    else
+        return true;
+    return false;
+}
+
+/* conn->send_md after the authorization: the request id, then the pairs. */
+static void set_call_metadata(rpc_conn *conn, const rpc_options *opts)
+{
+    if (opts->request_id)
+        conn->send_md[conn->n_send_md++] =
+            (grpc_metadata){.key = grpc_slice_from_static_string("x-request-id"),
+                            .value = grpc_slice_from_static_string(opts->request_id)};
+    for (size_t i = 0; i < opts->n_metadata && i < RPC_MAX_METADATA; i++)
+        conn->send_md[conn->n_send_md++] = split_pair(opts->metadata[i]);
 }
 
 static grpc_channel_credentials *make_credentials(const rpc_options *opts, rpc_status *st)
@@ -117,6 +158,7 @@ bool rpc_connect(rpc_conn *conn, const rpc_options *opts, rpc_status *st)
 {
     memset(conn, 0, sizeof *conn);
     if (!set_api_key(conn, opts, st)) return false;
+    set_call_metadata(conn, opts);
     grpc_channel_credentials *creds = make_credentials(opts, st);
     if (!creds) {
         rpc_close(conn);
@@ -171,7 +213,7 @@ void rpc_close(rpc_conn *conn)
         }
         grpc_completion_queue_destroy(conn->cq);
     }
-    if (conn->has_key) grpc_slice_unref(conn->authorization.value);
+    if (conn->has_key) grpc_slice_unref(conn->send_md[0].value);
     memset(conn, 0, sizeof *conn);
 }
 
@@ -221,10 +263,8 @@ static bool begin_call(rpc_conn *conn, rpc_call *c, const char *method, grpc_op 
     grpc_metadata_array_init(&c->initial_md);
     grpc_metadata_array_init(&c->trailing_md);
     ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
-    if (conn->has_key) {
-        ops[n].data.send_initial_metadata.count = 1;
-        ops[n].data.send_initial_metadata.metadata = &conn->authorization;
-    }
+    ops[n].data.send_initial_metadata.count = conn->n_send_md;
+    ops[n].data.send_initial_metadata.metadata = conn->send_md;
     ops[n + 1].op = GRPC_OP_RECV_INITIAL_METADATA;
     ops[n + 1].data.recv_initial_metadata.recv_initial_metadata = &c->initial_md;
     ops[n + 2].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
@@ -242,6 +282,23 @@ static bool begin_call(rpc_conn *conn, rpc_call *c, const char *method, grpc_op 
     return true;
 }
 
+/* The first x-request-id of the response's initial metadata, else of its
+ * trailing metadata (a call refused before it began has only trailers). */
+static void find_request_id(const rpc_call *c, rpc_status *st)
+{
+    const grpc_metadata_array *arrays[] = {&c->initial_md, &c->trailing_md};
+    for (size_t a = 0; a < 2; a++)
+        for (size_t i = 0; i < arrays[a]->count; i++) {
+            const grpc_metadata *md = &arrays[a]->metadata[i];
+            if (!grpc_slice_str_cmp(md->key, "x-request-id")) {
+                snprintf(st->request_id, sizeof st->request_id, "%.*s",
+                         (int)GRPC_SLICE_LENGTH(md->value),
+                         (const char *)GRPC_SLICE_START_PTR(md->value));
+                return;
+            }
+        }
+}
+
 /* After the status arrived: fills st and releases the call. */
 static void end_call(rpc_call *c, rpc_status *st)
 {
@@ -252,6 +309,7 @@ static void end_call(rpc_call *c, rpc_status *st)
     memcpy(st->message, GRPC_SLICE_START_PTR(c->details), len);
     st->message[len] = '\0';
     if (c->code != GRPC_STATUS_OK) status_details_decode(&c->trailing_md, st);
+    find_request_id(c, st);
     grpc_slice_unref(c->details);
     grpc_metadata_array_destroy(&c->initial_md);
     grpc_metadata_array_destroy(&c->trailing_md);
@@ -415,5 +473,6 @@ void rpc_status_print(const char *what, const rpc_status *st)
         if (st->field[0]) fprintf(stderr, ", field: %s", st->field);
         fputc(')', stderr);
     }
+    if (st->request_id[0]) fprintf(stderr, " (request id: %s)", st->request_id);
     fputc('\n', stderr);
 }

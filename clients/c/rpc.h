@@ -13,7 +13,10 @@
 #include <grpc/grpc.h>
 #include <protobuf-c/protobuf-c.h>
 
-/* How to reach the server. */
+/* The most --metadata pairs a command line may give. */
+enum { RPC_MAX_METADATA = 16 };
+
+/* How to reach the server, and what every call sends besides its message. */
 typedef struct {
     const char *target;    /* a gRPC target: host:port, dns:///host:port, unix:path */
     bool tls;              /* TLS with the system roots, or ca_cert when set */
@@ -24,6 +27,11 @@ typedef struct {
     /* The API key's file (its first key); NULL: $LMSCORE_API_KEY when set,
      * else no key. Every call carries "authorization: Bearer KEY". */
     const char *api_key_file;
+    const char *request_id; /* sent as x-request-id; NULL: none (the server makes one) */
+    /* "key=value" pairs sent as they are, in order, after the request id;
+     * rpc_metadata_check has accepted each */
+    const char *metadata[RPC_MAX_METADATA];
+    size_t n_metadata;
 } rpc_options;
 
 /* The outcome of a call: the gRPC status and, when the server sent one, the
@@ -33,15 +41,19 @@ typedef struct {
     char message[512];
     char reason[64]; /* ErrorInfo.reason, "" when absent */
     char domain[64];
-    char field[128]; /* ErrorInfo.metadata["field"], "" when absent */
+    char field[128];      /* ErrorInfo.metadata["field"], "" when absent */
+    char request_id[129]; /* the x-request-id the server answered with, "" when none */
 } rpc_status;
 
 typedef struct {
     grpc_channel *channel;
     grpc_completion_queue *cq;
     double timeout_s;
-    grpc_metadata authorization; /* sent with every call when has_key */
-    bool has_key;
+    /* sent with every call: authorization (when there is a key; its value
+     * owned), x-request-id, the --metadata pairs */
+    grpc_metadata send_md[RPC_MAX_METADATA + 2];
+    size_t n_send_md;
+    bool has_key; /* send_md[0] is the authorization, its value owned */
 } rpc_conn;
 
 /* What every call in flight holds: the call and the buffers its status
@@ -66,6 +78,11 @@ typedef struct {
     rpc_call base;
     grpc_byte_buffer *received; /* set by a completed rpc_stream_recv; NULL at end of stream */
 } rpc_stream_call;
+
+/* Whether "key=value" can be sent as call metadata: a lowercase gRPC key
+ * (not one of gRPC's own, grpc-*), a value of printable ASCII unless the key
+ * ends in -bin. False with the reason in why. */
+bool rpc_metadata_check(const char *pair, char *why, size_t why_size);
 
 /* Opens a channel; on failure fills st (code UNKNOWN, the reason in message)
  * and returns false. Must be paired with rpc_close. */
@@ -119,7 +136,8 @@ void rpc_stream_cancel(rpc_stream_call *sc);
  * releases the call. */
 void rpc_stream_finish(rpc_stream_call *sc, rpc_status *st);
 
-/* Prints "lmscore: <what>: CODE: message (reason: r, field: f)" to stderr. */
+/* Prints "lmscore: <what>: CODE: message (reason: r, field: f) (request id:
+ * id)" to stderr, the parentheses only where the server sent them. */
 void rpc_status_print(const char *what, const rpc_status *st);
 /* "OK", "INVALID_ARGUMENT", ... */
 const char *rpc_code_name(grpc_status_code code);

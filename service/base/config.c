@@ -14,6 +14,7 @@
 
 typedef enum {
     OPT_PATH,
+    OPT_LISTEN, /* [HOST]:PORT; ":PORT" is stored as "0.0.0.0:PORT" */
     OPT_INT,
     OPT_BYTES,
     OPT_MILLIS,
@@ -40,18 +41,19 @@ typedef struct {
 static const option_spec options[] = {
     {"model", "LMSCORE_MODEL", "PATH", "GGUF file or Hugging Face directory to serve (required)",
      OPT_PATH, AT(model_path), 0, 0},
-    {"listen", "LMSCORE_LISTEN", "HOST:PORT",
-     "address to listen on; port 0 picks a free port (default 0.0.0.0:50051)", OPT_PATH, AT(listen),
-     0, 0},
-    {"metrics-listen", "LMSCORE_METRICS_LISTEN", "HOST:PORT",
-     "serve Prometheus metrics over HTTP at http://HOST:PORT/metrics; port 0 picks a free port "
-     "(default: none)",
-     OPT_PATH, AT(metrics_listen), 0, 0},
-    {"http-listen", "LMSCORE_HTTP_LISTEN", "HOST:PORT",
+    {"listen", "LMSCORE_LISTEN", "[HOST]:PORT",
+     "address to listen on; :PORT is 0.0.0.0:PORT, every address; port 0 picks a free port "
+     "(default 0.0.0.0:50051)",
+     OPT_LISTEN, AT(listen), 0, 0},
+    {"metrics-listen", "LMSCORE_METRICS_LISTEN", "[HOST]:PORT",
+     "serve Prometheus metrics over HTTP at http://HOST:PORT/metrics; :PORT and port 0 as for "
+     "--listen (default: none)",
+     OPT_LISTEN, AT(metrics_listen), 0, 0},
+    {"http-listen", "LMSCORE_HTTP_LISTEN", "[HOST]:PORT",
      "also serve the HTTP JSON API (POST /v1/score, /v1/rerank, /v2/rerank, /rerank; GET "
-     "/health, /v1/models, /openapi.json) at HOST:PORT, with TLS when --tls-cert is given; port 0 "
-     "picks a free port (default: none)",
-     OPT_PATH, AT(http_listen), 0, 0},
+     "/health, /v1/models, /openapi.json) at HOST:PORT, with TLS when --tls-cert is given; :PORT "
+     "and port 0 as for --listen (default: none)",
+     OPT_LISTEN, AT(http_listen), 0, 0},
     {"http-max-connections", "LMSCORE_HTTP_MAX_CONNECTIONS", "N",
      "HTTP connections held at once; past it the oldest connection still sending its request "
      "(or idle) is closed for a new one, and when none is, the new one is answered 503 (default "
@@ -255,11 +257,15 @@ static lms_status set_option(lmscored_config *cfg, const option_spec *o, const c
     int64_t v;
     switch (o->kind) {
     case OPT_PATH:
-        if (strlen(value) >= o->size)
+    case OPT_LISTEN: {
+        /* the docs' ":8080", as Go's and Node's servers take it */
+        const char *host = o->kind == OPT_LISTEN && value[0] == ':' ? "0.0.0.0" : "";
+        if ((size_t)snprintf(base, o->size, "%s%s", host, value) >= o->size)
             return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", o->flag,
-                            "%s --%s: value longer than %zu bytes", source, o->flag, o->size - 1);
-        memcpy(base, value, strlen(value) + 1);
+                            "%s --%s: value longer than %zu bytes", source, o->flag,
+                            o->size - 1 - strlen(host));
         return LMS_OK;
+    }
     case OPT_INT:
     case OPT_BYTES:
     case OPT_MILLIS:

@@ -3,8 +3,11 @@
  */
 #include "listen_addr.h"
 
+#include <errno.h>
+#include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 lms_status listen_addr_resolve(const char *listen, const char *flag, struct addrinfo **out,
                                lms_error *err)
@@ -29,4 +32,31 @@ lms_status listen_addr_resolve(const char *listen, const char *flag, struct addr
         return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", flag, "--%s '%s': %s", flag,
                         listen, gai_strerror(rc));
     return LMS_OK;
+}
+
+static int port_of(const struct sockaddr *sa)
+{
+    return ntohs(sa->sa_family == AF_INET6 ? ((const struct sockaddr_in6 *)sa)->sin6_port
+                                           : ((const struct sockaddr_in *)sa)->sin_port);
+}
+
+lms_status listen_addr_probe(const char *listen, const char *flag, int *port, int *errnum,
+                             lms_error *err)
+{
+    struct addrinfo *ai = NULL;
+    lms_error ignored;
+    *port = -1;
+    *errnum = 0;
+    if (listen_addr_resolve(listen, flag, &ai, &ignored) != LMS_OK) return LMS_OK;
+    *port = port_of(ai->ai_addr);
+    int one = 1;
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd, ai->ai_addr, ai->ai_addrlen) != 0)
+        *errnum = errno;
+    if (fd >= 0) close(fd);
+    freeaddrinfo(ai);
+    if (!*errnum) return LMS_OK;
+    return lms_fail(err, LMS_ERR_IO, "bind_failed", flag, "cannot listen on %s (port %d): %s",
+                    listen, *port, strerror(*errnum));
 }

@@ -1,6 +1,8 @@
 /*
  * listen_addr.h — a HOST:PORT flag value (--metrics-listen, --http-listen)
- * as the socket address to bind; "[v6]:port" for IPv6 literals.
+ * as the socket address to bind; "[v6]:port" for IPv6 literals. And a probe
+ * of whether an address can be bound, with the cause when not, for the
+ * listeners whose libraries do not say (gRPC core, libmicrohttpd).
  */
 #ifndef LMSCORED_LISTEN_ADDR_H
 #define LMSCORED_LISTEN_ADDR_H
@@ -13,5 +15,13 @@
  * "metrics-listen") when listen is not HOST:PORT or does not resolve. */
 lms_status listen_addr_resolve(const char *listen, const char *flag, struct addrinfo **out,
                                lms_error *err);
+
+/* Binds a socket to listen's address (SO_REUSEADDR, as the listeners do)
+ * and closes it. *port is the port asked for (-1: listen is no HOST:PORT,
+ * or does not resolve: nothing was tried, and LMS_OK). Fails with
+ * LMS_ERR_IO, reason bind_failed and the field flag, and *errnum set, when
+ * the address cannot be bound (in use, not local, a privileged port). */
+lms_status listen_addr_probe(const char *listen, const char *flag, int *port, int *errnum,
+                             lms_error *err);
 
 #endif

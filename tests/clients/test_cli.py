@@ -7,11 +7,12 @@ import math
 import os
 import re
 import subprocess
+import time
 
 import pytest
 
 from conftest import MAX_ITEMS, MAX_SEQUENCE_TOKENS
-from daemon import cli_path
+from daemon import Daemon, cli_path
 
 STREAM_ITEMS = 10_000
 
@@ -214,10 +215,72 @@ def test_score_too_many_items(cli):
     (["--query", "q", "--label-id", "5", "--algorithm", "fastest"], "--algorithm wants"),
     (["--query", "q", "--label-id", "5", "--no-such-flag"], "unknown option"),
     (["--query", "q", "--label-id", "5", "--timeout", "soon"], "--timeout wants"),
+    (["--query", "q", "--label-id", "5", "--metadata", "novalue"], "is not KEY=VALUE"),
+    (["--query", "q", "--label-id", "5", "--metadata", "Upper=x"], "is no metadata key"),
+    (["--query", "q", "--label-id", "5", "--metadata", "grpc-timeout=1S"], "gRPC's own"),
+    (["--query", "q", "--label-id", "5", "--metadata", "k=a\tb"], "not printable ASCII"),
+    (["--query", "q", "--label-id", "5", "--request-id", "two words"], "--request-id wants"),
+    (["--query", "q", "--label-id", "5", "--request-id", "x" * 129], "--request-id wants"),
+    (["--query", "q", "--label-id", "5", *["--metadata", "k=v"] * 17], "at most 16"),
 ])
 def test_score_usage_errors_exit_2(cli, args, message):
     result = cli("score", *args)
     assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+@pytest.fixture(scope="module")
+def debug_daemon():
+    """A daemon that logs every call (--log-level debug)."""
+    d = Daemon(flags=["--log-level", "debug"])
+    yield d
+    d.stop()
+
+
+def call_records(daemon, request_id):
+    """The "call finished" records of a request id, as {key: value} (logfmt)."""
+    return [dict(re.findall(r'(\w+)="?([^" ]*)"?', line))
+            for line in daemon.log_text().splitlines()
+            if 'msg="call finished"' in line and f"request_id={request_id} " in line + " "]
+
+
+def test_request_id_and_metadata_reach_the_server(debug_daemon):
+    cmd = [cli_path(), "score", "--target", debug_daemon.target, "--request-id", "cli-req-1",
+           "--metadata", f"traceparent={TRACEPARENT}", "--metadata", "x-tenant=blue",
+           "--query-ids", "1,2", "--item-ids", "4", "--label-id", "5"]
+    ok(subprocess.run(cmd, capture_output=True, text=True, timeout=120))
+    debug_daemon_log = []
+    for _ in range(100):  # the record is written as the call ends
+        debug_daemon_log = call_records(debug_daemon, "cli-req-1")
+        if debug_daemon_log:
+            break
+        time.sleep(0.05)
+    (record,) = debug_daemon_log
+    assert record["code"] == "OK" and record["trace_id"] == TRACEPARENT.split("-")[1], record
+
+
+def test_metadata_can_carry_the_request_id(debug_daemon):
+    cmd = [cli_path(), "tokenize", "--target", debug_daemon.target,
+           "--metadata", "x-request-id=cli-req-2", "hi"]
+    ok(subprocess.run(cmd, capture_output=True, text=True, timeout=120))
+    for _ in range(100):
+        if call_records(debug_daemon, "cli-req-2"):
+            return
+        time.sleep(0.05)
+    pytest.fail(f"no call of request id cli-req-2 in the log:\n{debug_daemon.log_text()}")
+
+
+def test_a_failed_call_names_its_request_id(cli):
+    err = failed(cli("score", "--request-id", "cli-req-3", "--query-ids", "1,2",
+                     "--item-ids", "40000", "--label-id", "5"),
+                 "INVALID_ARGUMENT", "token_id_exceeds_vocab")
+    assert err.rstrip("\n").endswith("(request id: cli-req-3)"), err
+    # without one, the id the server made: 32 lowercase hex digits
+    err = failed(cli("score", "--query-ids", "1,2", "--item-ids", "40000", "--label-id", "5"),
+                 "INVALID_ARGUMENT")
+    assert re.search(r"\(request id: [0-9a-f]{32}\)$", err.rstrip("\n")), err
 
 
 def test_deadline_exceeded(cli):

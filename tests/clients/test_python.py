@@ -5,6 +5,7 @@ GetModelInfo, Health/Check), and the typed errors with the ErrorInfo reason."""
 
 import asyncio
 import math
+import re
 
 import pytest
 
@@ -164,6 +165,33 @@ def test_bad_arguments_fail_before_the_call(client):
         client.score("q", ["x"], labels=[1], algorithm="fastest")
 
 
+def test_request_ids_go_out_and_come_back(client, daemon):
+    # the server keeps the id sent (metadata= of the call) and answers with it
+    result = client.score(QUERY_IDS, [[5]], labels=LABELS, metadata={"x-request-id": "py-1"})
+    assert result.request_id == "py-1"
+    # without one, the id it made: 32 lowercase hex digits, new per call
+    made = {client.score(QUERY_IDS, [[5]], labels=LABELS).request_id for _ in range(2)}
+    assert len(made) == 2 and all(re.fullmatch(r"[0-9a-f]{32}", i) for i in made), made
+    stream = client.score_as_completed(QUERY_IDS, [[5], [6]], labels=LABELS,
+                                       metadata=[("x-request-id", "py-2")])
+    assert stream.request_id is None
+    assert len(list(stream)) == 2 and stream.request_id == "py-2"
+    with pytest.raises(lmscore.InvalidArgumentError) as e:
+        client.score(QUERY_IDS, [[40000]], labels=LABELS, metadata={"x-request-id": "py-3"})
+    assert e.value.request_id == "py-3"
+    # the client's metadata goes with every call, a call's comes after it
+    with lmscore.Client(daemon.target, metadata={"x-request-id": "py-4"}) as c:
+        assert c.score(QUERY_IDS, [[5]], labels=LABELS).request_id == "py-4"
+        stream = c.score_stream(QUERY_IDS, iter([[5]]), labels=LABELS,
+                                metadata={"x-tenant": "blue"})
+        assert len(list(stream)) == 1 and stream.request_id == "py-4"
+    # nothing answered: no request id
+    with lmscore.Client("127.0.0.1:1", timeout=2) as c:
+        with pytest.raises(lmscore.UnavailableError) as e:
+            c.score(QUERY_IDS, [[5]], labels=LABELS)
+    assert e.value.request_id is None
+
+
 # --- asyncio --------------------------------------------------------------
 
 def test_async_client_every_method(daemon):
@@ -203,4 +231,26 @@ def test_async_errors_are_typed(daemon):
             assert e.value.reason == "label_not_single_token"
             with pytest.raises(lmscore.NotFoundError):
                 await c.health("no.such.Service")
+    run(main())
+
+
+def test_async_request_ids(daemon):
+    async def main():
+        async with lmscore.AsyncClient(daemon.target, metadata={"x-request-id": "apy-1"}) as c:
+            assert (await c.score(QUERY_IDS, [[5]], labels=LABELS)).request_id == "apy-1"
+            result = await c.score(QUERY_IDS, [[5]], labels=LABELS,
+                                   metadata={"x-request-id": "apy-0"})
+            # the client's id goes first: the server keeps the first
+            assert result.request_id == "apy-1"
+        async with lmscore.AsyncClient(daemon.target) as c:
+            result = await c.score(QUERY_IDS, [[5]], labels=LABELS,
+                                   metadata={"x-request-id": "apy-2"})
+            assert result.request_id == "apy-2"
+            stream = c.score_stream(QUERY_IDS, [[5], [6]], labels=LABELS,
+                                    metadata={"x-request-id": "apy-3"})
+            assert len([i async for i in stream]) == 2 and stream.request_id == "apy-3"
+            with pytest.raises(lmscore.InvalidArgumentError) as e:
+                await c.score(QUERY_IDS, [[40000]], labels=LABELS,
+                              metadata={"x-request-id": "apy-4"})
+            assert e.value.request_id == "apy-4"
     run(main())

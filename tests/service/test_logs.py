@@ -7,13 +7,16 @@ never an error. HTTP API calls carry them the same way (the X-Request-Id and
 traceparent headers, X-Request-Id answered).
 """
 import json
+import os
 import re
 import socket
+import subprocess
 
 import grpc
 import pytest
 
-from harness import Daemon, Http, read_until_close, tokens
+from harness import (LMSCORED, LMSCORED_TEST_HOOKS, MODEL, Daemon, Http, Metrics,
+                     read_until_close, tokens)
 from lmscore.v1 import score_pb2
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -243,3 +246,102 @@ def test_bytes_that_are_not_utf8_are_escaped(daemon, log_format):
     finally:
         if d is not daemon:
             d.stop()
+
+
+# --- start-up -------------------------------------------------------------
+
+def run_daemon(*args, env=None):
+    """lmscored with these flags, to its exit (it must fail to start):
+    (exit status, JSON records of its stderr)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LMSCORE_")}
+    result = subprocess.run([LMSCORED, "--model", MODEL, "--log-format", "json", *args],
+                            capture_output=True, text=True, timeout=180, env={**clean, **(env or {})})
+    recs = []
+    for line in result.stderr.splitlines():
+        try:
+            recs.append(json.loads(line))
+        except ValueError:
+            pytest.fail(f"not a JSON line: {line!r}\n{result.stderr}")
+    return result.returncode, recs
+
+
+@pytest.mark.parametrize("flag", ["--listen", "--http-listen", "--metrics-listen"])
+def test_a_busy_port_is_one_record_with_the_port_and_the_cause(flag):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        args = ["--listen", "127.0.0.1:0"] if flag != "--listen" else []
+        status, recs = run_daemon(*args, flag, f"127.0.0.1:{port}")
+    assert status == 1, recs
+    errors = [r for r in recs if r["level"] in ("error", "warning")]
+    (rec,) = errors
+    assert rec["msg"] == "cannot listen" and rec["field"] == flag[2:], rec
+    assert rec["port"] == port and rec["errno"] == "EADDRINUSE", rec
+    assert rec["cause"] == os.strerror(98) and f"port {port}" in rec["error"], rec
+
+
+def test_grpc_cores_own_messages_are_records():
+    # a socket path gRPC cannot bind: gRPC core says why in its own log
+    status, recs = run_daemon("--listen", "unix:/nonexistent-lmscore-dir/s.sock")
+    assert status == 1, recs
+    (grpc_rec,) = [r for r in recs if r["msg"] == "gRPC"]
+    assert grpc_rec["level"] == "error" and "No such file or directory" in grpc_rec["text"]
+    assert grpc_rec["file"].endswith(".cc") and type(grpc_rec["line"]) is int, grpc_rec
+    assert recs[-1]["msg"] == "cannot start the gRPC server", recs
+
+
+def test_grpc_debug_messages_follow_the_log_level():
+    d = Daemon("--log-format", "json", "--log-level", "debug",
+               env={"GRPC_VERBOSITY": "debug"})
+    try:
+        recs = [json.loads(line) for line in d.log().splitlines()]
+        assert any(r["msg"] == "gRPC" and r["level"] == "debug" for r in recs), recs
+    finally:
+        d.stop_clean()
+    d = Daemon("--log-format", "json", env={"GRPC_VERBOSITY": "debug"})
+    try:
+        recs = [json.loads(line) for line in d.log().splitlines()]
+        grpc_levels = {r["level"] for r in recs if r["msg"] == "gRPC"}
+        assert grpc_levels and "debug" not in grpc_levels, recs
+    finally:
+        d.stop_clean()
+
+
+def test_colon_port_listens_on_every_address():
+    with Daemon("--listen", ":0", "--http-listen", ":0", "--metrics-listen", ":0") as d:
+        for msg in ("listening", "HTTP listening", "metrics listening"):
+            assert "address=0.0.0.0:0 " in d.wait_for_log(f'msg="{msg}"', 10)
+        # reached on loopback: the gRPC health check (the harness' own),
+        # a scrape and an HTTP call
+        assert Metrics(d).scrape()
+        status, _, _ = Http(d).score({"query": [1], "items": [[2]], "label_token_ids": [3]})
+        assert status == 200
+
+
+def test_a_model_load_says_what_it_loads_and_that_it_goes_on():
+    d = Daemon("--log-format", "json", binary=LMSCORED_TEST_HOOKS,
+               env={"LMSCORE_TEST_LOAD_DELAY_MS": "6000"}, wait_serving=False)
+    try:
+        d.wait_serving()
+        recs = [json.loads(line) for line in d.log().splitlines()]
+        msgs = [r["msg"] for r in recs]
+        loading = recs[msgs.index("loading model")]
+        assert loading["path"] == MODEL and loading["format"] == "gguf"
+        assert loading["bytes"] == os.path.getsize(MODEL)
+        progress = [r for r in recs if r["msg"] == "still loading the model"]
+        assert progress and progress[0]["ms"] >= 5000, progress
+        assert msgs.index("listening") < msgs.index("loading model") < \
+            msgs.index("still loading the model") < msgs.index("model loaded and warmed up")
+    finally:
+        d.stop_clean()
+
+
+def test_a_directory_model_is_safetensors_and_its_bytes_are_the_shards():
+    model = os.path.join(os.path.dirname(MODEL), "tiny-llama-sharded-hf")
+    with Daemon("--log-format", "json", model=model) as d:
+        (loading,) = [r for r in map(json.loads, d.log().splitlines())
+                      if r["msg"] == "loading model"]
+    shards = [f for f in os.listdir(model) if f.endswith(".safetensors")]
+    assert len(shards) == 3 and loading["format"] == "safetensors"
+    assert loading["bytes"] == sum(os.path.getsize(os.path.join(model, f)) for f in shards)

@@ -43,7 +43,9 @@ class ServerTiming:
 @dataclass
 class ScoreResult:
     """scores[i][j]: item i, label j (exp(logprob), or the softmax over the
-    labels when apply_softmax); logprobs likewise when return_logprobs."""
+    labels when apply_softmax); logprobs likewise when return_logprobs;
+    request_id: the x-request-id the server answered with (the one sent, or
+    the one it made), which its logs name the call by."""
     scores: List[List[float]]
     logprobs: Optional[List[List[float]]]
     label_token_ids: List[int]
@@ -51,6 +53,7 @@ class ScoreResult:
     algorithm_reason: str
     usage: Usage
     timing: ServerTiming
+    request_id: Optional[str] = None
 
 
 @dataclass
@@ -133,7 +136,7 @@ def _timing(t):
                         t.engine_time.ToNanoseconds() / 1e9)
 
 
-def score_result(response, with_logprobs):
+def score_result(response, with_logprobs, request_id=None):
     return ScoreResult(
         scores=[list(item.scores) for item in response.items],
         logprobs=[list(item.logprobs) for item in response.items] if with_logprobs else None,
@@ -141,7 +144,8 @@ def score_result(response, with_logprobs):
         algorithm=_ALGORITHM_NAMES.get(response.algorithm, str(response.algorithm)),
         algorithm_reason=response.algorithm_reason,
         usage=_usage(response.usage),
-        timing=_timing(response.timing))
+        timing=_timing(response.timing),
+        request_id=request_id)
 
 
 def chunk_items(chunk, with_logprobs):
@@ -199,6 +203,24 @@ def auth_metadata(api_key):
     $LMSCORE_API_KEY; none when neither is set."""
     key = os.environ.get("LMSCORE_API_KEY") if api_key is None else api_key
     return (("authorization", f"Bearer {key}"),) if key else ()
+
+
+def call_metadata(default, metadata):
+    """One call's metadata: the client's (its API key, its metadata=), then
+    the call's metadata= (a mapping or (key, value) pairs) when given."""
+    if metadata is None:
+        return default
+    pairs = metadata.items() if hasattr(metadata, "items") else metadata
+    return tuple(default) + tuple((key, value) for key, value in pairs)
+
+
+def request_id(*metadata):
+    """The first x-request-id of these metadata sequences, or None."""
+    for pairs in metadata:
+        for key, value in pairs or ():
+            if key == "x-request-id":
+                return value
+    return None
 
 
 def channel_options(round_robin, options):

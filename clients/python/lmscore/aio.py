@@ -28,15 +28,18 @@ async def _batches(items, batch_size):
 
 
 class AsyncScoreStream:
-    """Async iterator of ItemScore; .summary is set once it is exhausted."""
+    """Async iterator of ItemScore; .summary is set once it is exhausted,
+    .request_id (the server's x-request-id) once the iteration began."""
 
     def __init__(self, call, with_logprobs):
         self._call = call
         self._with_logprobs = with_logprobs
         self.summary = None
+        self.request_id = None
 
     async def __aiter__(self):
         try:
+            self.request_id = rq.request_id(await self._call.initial_metadata())
             async for response in self._call:
                 if response.HasField("chunk"):
                     for item in rq.chunk_items(response.chunk, self._with_logprobs):
@@ -51,10 +54,11 @@ class AsyncScoreStream:
 
 
 class AsyncClient:
-    """AsyncClient("host:50051"); use `async with` or await close()."""
+    """AsyncClient("host:50051"); use `async with` or await close(). The
+    arguments, metadata= included, are Client's."""
 
     def __init__(self, target="127.0.0.1:50051", *, tls=False, root_certificates=None,
-                 round_robin=False, timeout=30.0, options=(), api_key=None):
+                 round_robin=False, timeout=30.0, options=(), api_key=None, metadata=None):
         opts = rq.channel_options(round_robin, options)
         creds = make_credentials(tls, root_certificates)
         self._channel = (grpc.aio.secure_channel(target, creds, options=opts) if creds
@@ -62,7 +66,7 @@ class AsyncClient:
         self._stub = score_pb2_grpc.ScoreServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self.timeout = timeout
-        self._metadata = rq.auth_metadata(api_key)
+        self._metadata = rq.call_metadata(rq.auth_metadata(api_key), metadata)
 
     async def __aenter__(self):
         return self
@@ -73,33 +77,37 @@ class AsyncClient:
     async def close(self):
         await self._channel.close()
 
-    async def _call(self, method, request, timeout):
+    async def _call(self, method, request, timeout, metadata):
+        """(response, the request id the server answered with)."""
         try:
-            return await method(request, timeout=self.timeout if timeout is None else timeout,
-                                metadata=self._metadata)
+            call = method(request, timeout=self.timeout if timeout is None else timeout,
+                          metadata=rq.call_metadata(self._metadata, metadata))
+            response = await call
+            return response, rq.request_id(await call.initial_metadata())
         except grpc.aio.AioRpcError as e:
             raise from_rpc_error(e) from None
 
     async def score(self, query, items, labels, *, apply_softmax=False, item_first=False,
-                    return_logprobs=False, algorithm=None, timeout=None):
+                    return_logprobs=False, algorithm=None, timeout=None, metadata=None):
         request = rq.score_request(query, items, labels, apply_softmax, item_first,
                                    return_logprobs, algorithm)
-        response = await self._call(self._stub.Score, request, timeout)
-        return rq.score_result(response, return_logprobs)
+        response, request_id = await self._call(self._stub.Score, request, timeout, metadata)
+        return rq.score_result(response, return_logprobs, request_id)
 
     def score_as_completed(self, query, items, labels, *, apply_softmax=False,
                            item_first=False, return_logprobs=False, algorithm=None,
-                           timeout=None):
+                           timeout=None, metadata=None):
         """Like score(), through ScoreStream: an async iterator of ItemScore."""
         request = rq.score_request(query, items, labels, apply_softmax, item_first,
                                    return_logprobs, algorithm)
         call = self._stub.ScoreStream(request,
                                       timeout=self.timeout if timeout is None else timeout,
-                                      metadata=self._metadata)
+                                      metadata=rq.call_metadata(self._metadata, metadata))
         return AsyncScoreStream(call, return_logprobs)
 
     def score_stream(self, query, items, labels, *, apply_softmax=False, item_first=False,
-                     return_logprobs=False, algorithm=None, batch_size=256, timeout=None):
+                     return_logprobs=False, algorithm=None, batch_size=256, timeout=None,
+                     metadata=None):
         header = rq.items_header(query, labels, apply_softmax, item_first, return_logprobs,
                                  algorithm)
 
@@ -108,17 +116,21 @@ class AsyncClient:
             async for first, batch in _batches(items, batch_size):
                 yield rq.items_batch(batch, first)
 
-        call = self._stub.ScoreItems(requests(), timeout=timeout, metadata=self._metadata)
+        call = self._stub.ScoreItems(requests(), timeout=timeout,
+                                     metadata=rq.call_metadata(self._metadata, metadata))
         return AsyncScoreStream(call, return_logprobs)
 
-    async def tokenize(self, text, *, add_special_tokens=False, timeout=None):
+    async def tokenize(self, text, *, add_special_tokens=False, timeout=None, metadata=None):
         request = score_pb2.TokenizeRequest(text=text, add_special_tokens=add_special_tokens)
-        return list((await self._call(self._stub.Tokenize, request, timeout)).token_ids)
+        response, _ = await self._call(self._stub.Tokenize, request, timeout, metadata)
+        return list(response.token_ids)
 
-    async def info(self, *, timeout=None):
-        return await self._call(self._stub.GetModelInfo, score_pb2.GetModelInfoRequest(), timeout)
+    async def info(self, *, timeout=None, metadata=None):
+        response, _ = await self._call(self._stub.GetModelInfo, score_pb2.GetModelInfoRequest(),
+                                       timeout, metadata)
+        return response
 
-    async def health(self, service="", *, timeout=None):
+    async def health(self, service="", *, timeout=None, metadata=None):
         request = health_pb2.HealthCheckRequest(service=service)
-        response = await self._call(self._health.Check, request, timeout)
+        response, _ = await self._call(self._health.Check, request, timeout, metadata)
         return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)

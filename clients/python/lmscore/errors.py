@@ -1,22 +1,27 @@
 """errors.py — typed exceptions for failed calls. Every failure is an
 LmscoreError carrying the gRPC code, the server's message and, when the
 server sent one, the google.rpc.ErrorInfo reason and field (e.g. reason
-"token_id_exceeds_vocab", field "items[3]"); the subclass says which gRPC
-code it was."""
+"token_id_exceeds_vocab", field "items[3]") and the call's request id; the
+subclass says which gRPC code it was."""
 
 import grpc
 
 from lmscore._pb import error_details_pb2, status_pb2
+from lmscore._requests import request_id as found_request_id
 
 _DETAILS_KEY = "grpc-status-details-bin"
 
 
 class LmscoreError(Exception):
     """A call failed. code: grpc.StatusCode; reason/field/domain: the
-    ErrorInfo (None when the server sent none); metadata: its full map."""
+    ErrorInfo (None when the server sent none); metadata: its full map;
+    request_id: the x-request-id the server answered with (None when no
+    server answered)."""
 
-    def __init__(self, code, message, reason=None, field=None, domain=None, metadata=None):
+    def __init__(self, code, message, reason=None, field=None, domain=None, metadata=None,
+                 request_id=None):
         self.code = code
+        self.request_id = request_id
         self.message = message
         self.reason = reason
         self.field = field
@@ -87,9 +92,11 @@ def from_rpc_error(error, trailing_metadata=None):
     code = error.code()
     if trailing_metadata is None:
         trailing_metadata = error.trailing_metadata()
+    # a refusal before the call began has only trailers
+    request_id = found_request_id(error.initial_metadata(), trailing_metadata)
     info = _error_info(trailing_metadata)
     cls = _BY_CODE.get(code, LmscoreError)
     if info is None:
-        return cls(code, error.details())
+        return cls(code, error.details(), request_id=request_id)
     return cls(code, error.details(), reason=info.reason, field=info.metadata.get("field"),
-               domain=info.domain, metadata=info.metadata)
+               domain=info.domain, metadata=info.metadata, request_id=request_id)
