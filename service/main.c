@@ -606,8 +606,9 @@ static int64_t model_bytes(const char *path, bool is_dir)
     for (struct dirent *e; (e = readdir(dir));) {
         size_t len = strlen(e->d_name);
         if (len < 12 || strcmp(e->d_name + len - 12, ".safetensors") != 0) continue;
-        snprintf(file, sizeof file, "%s/%s", path, e->d_name);
-        if (stat(file, &st) == 0) total += st.st_size;
+        if ((size_t)snprintf(file, sizeof file, "%s/%s", path, e->d_name) < sizeof file &&
+            stat(file, &st) == 0)
+            total += st.st_size;
     }
     closedir(dir);
     return total;
