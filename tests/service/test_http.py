@@ -13,6 +13,7 @@ names (--served-model-name) are the ones a request may name.
 """
 import json
 import math
+import os
 import signal
 import struct
 import subprocess
@@ -378,6 +379,30 @@ def test_rerank_profiles(tmp_path):
             want = score_pb2_grpc.ScoreServiceStub(ch).Score(request(QUERY, DOCS), timeout=120)
             for r in got["results"]:
                 assert bits(r["relevance_score"]) == bits(want.items[r["index"]].scores[0]), spec
+
+
+@pytest.mark.parametrize("model,fits", [("tiny-qwen3.gguf", True), ("tiny-llama3.gguf", True),
+                                        ("tiny-llama.gguf", False)])
+def test_which_tokenizers_the_yes_no_profile_fits(tmp_path, model, fits):
+    """api.md's claim: " yes" and " no" are one token each with Qwen's and
+    Llama 3's tokenizers; with Llama 2's (SentencePiece, which puts its own
+    space before the text) " yes" is two, and a profile file labelled "yes"
+    and "no" fits instead."""
+    path = os.path.join(os.path.dirname(MODEL), model)
+    with Daemon("--http-listen", "127.0.0.1:0", model=path) as d:
+        status, _, got = Http(d).rerank({"query": QUERY, "documents": DOCS[:1]})
+    if fits:
+        assert status == 200, got
+        return
+    assert status == 400 and http_error(got)[0] == "label_not_single_token", got
+    assert '" yes" is 2 tokens' in got["error"]["message"], got
+    profile = tmp_path / "llama2.json"
+    profile.write_text(json.dumps({"template": "Query: {query}\nDocument: {document}\nIs the "
+                                               "document relevant to the query? Answer:",
+                                   "labels": ["yes", "no"]}))
+    with Daemon("--http-listen", "127.0.0.1:0", "--rerank-profile", str(profile), model=path) as d:
+        status, _, got = Http(d).rerank({"query": QUERY, "documents": DOCS[:1]})
+    assert status == 200, got
 
 
 @pytest.mark.parametrize("profile,message", [
