@@ -597,6 +597,24 @@ def test_a_head_past_its_limits_is_refused_as_json(small, case):
     assert http_error(json.loads(got)) == (case, None), got
 
 
+ONE_ITEM = b'{"query": [1], "items": [[2]], "label_token_ids": [3]}'
+
+
+def test_a_nul_in_a_header_value_cuts_it(small):
+    """What api.md says cannot be refused: libmicrohttpd hands over a header
+    value up to a NUL byte, with that length, and drops the rest, so the
+    daemon cannot tell "a\\0b" from "a". Should a libmicrohttpd keep the
+    whole value, this fails, and the daemon can refuse it."""
+    s = raw_request(small[0].port, b"POST /v1/score HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                                   b"X-Request-Id: abcd\x00efgh\r\nContent-Length: %d\r\n\r\n%s"
+                                   % (len(ONE_ITEM), ONE_ITEM), timeout=30)
+    try:
+        head = read_until_close(s).partition(b"\r\n\r\n")[0]
+    finally:
+        s.close()
+    assert head.startswith(b"HTTP/1.1 200 ") and b"\r\nx-request-id: abcd\r\n" in head, head
+
+
 def test_only_json_bodies_are_read(small):
     """A Content-Type other than JSON is refused 415 (the message says what
     is taken); application/json with parameters, or none, is read."""
