@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -156,15 +157,21 @@ static int64_t deadline_of(const http_listener *l, const conn_slot *s)
     return d;
 }
 
-static conn_slot *older(conn_slot *a, conn_slot *b)
+/* Bytes the client sent that libmicrohttpd has not read yet: a request
+ * that has arrived and is about to be parsed, not a slow one. */
+static bool unread_bytes(const conn_slot *s)
 {
-    return !a || b->accepted_ms < a->accepted_ms ? b : a;
+    int n = 0;
+    return ioctl(s->dup_fd, FIONREAD, &n) == 0 && n > 0;
 }
 
 /* A slot for a new connection from peer, or NULL when the limits say no.
  * At a limit, the oldest connection (of that peer, or of all) still reading
  * a request is shut to make room: a client that sends its request at once
- * always gets in, and slow ones only push each other out. Caller holds mu. */
+ * always gets in, and slow ones only push each other out. One whose bytes
+ * wait to be read is passed over: its request is there, not yet parsed
+ * (under a burst of connections, it would be the oldest before its turn).
+ * Caller holds mu. */
 static conn_slot *take_slot_locked(http_listener *l, const struct sockaddr_storage *peer)
 {
     conn_slot *free_slot = NULL, *oldest_reading = NULL, *oldest_peer_reading = NULL;
@@ -180,8 +187,12 @@ static conn_slot *take_slot_locked(http_listener *l, const struct sockaddr_stora
         live++;
         from_peer += same;
         if (!reading(s)) continue;
-        oldest_reading = older(oldest_reading, s);
-        if (same) oldest_peer_reading = older(oldest_peer_reading, s);
+        bool oldest = !oldest_reading || s->accepted_ms < oldest_reading->accepted_ms;
+        bool oldest_of_peer =
+            same && (!oldest_peer_reading || s->accepted_ms < oldest_peer_reading->accepted_ms);
+        if (!(oldest || oldest_of_peer) || unread_bytes(s)) continue;
+        if (oldest) oldest_reading = s;
+        if (oldest_of_peer) oldest_peer_reading = s;
     }
     bool peer_full = from_peer >= l->opt.limits.max_per_peer;
     bool all_full = live >= l->opt.limits.max_connections;

@@ -9,7 +9,8 @@
  *   - holds at most max_connections at a time, and max_per_peer from one
  *     address; at a limit, the oldest connection still reading a request
  *     (its headers, its body, or idle between two requests) makes room for
- *     the new one, so slow clients (a slowloris) only push each other out,
+ *     the new one (one with bytes not yet read is passed over: its request
+ *     is there), so slow clients (a slowloris) only push each other out,
  *     and a client that sends its request at once always gets in;
  *   - gives each request deadlines, not an idle timeout that every byte
  *     restarts: its request line and headers within header_ms of the
