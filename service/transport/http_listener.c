@@ -1,7 +1,16 @@
 /*
  * http_listener.c — libmicrohttpd behind an acceptor of our own (see
  * http_listener.h): connection limits, refusal instead of a listen queue,
- * a deadline per connection.
+ * deadlines, and the watch on suspended connections.
+ *
+ * Each connection's slot follows its request through phases (headers,
+ * body, waiting, answering), moved along by wrappers of the handler and
+ * the completed callback, which run on libmicrohttpd's threads; the phase
+ * gives the deadline the acceptor's sweep enforces and whether the
+ * connection may be closed for a new one. A waiting (suspended)
+ * connection's socket is in the acceptor's poll set for its client's
+ * hang-up; on_hangup runs on the acceptor outside mu, marked firing, so
+ * that the handler's next call (which ends the watch) waits for it.
  *
  * The acceptor keeps a dup of every socket it hands to libmicrohttpd: the
  * deadline shuts the socket down through that dup, which stays open (and so
