@@ -297,7 +297,7 @@ static void destroy(call *c)
     log_record r;
     call_log_begin(&r, c, atomic_load(&g_log_every_call) ? LOG_INFO : LOG_DEBUG, "call finished");
     /* the log tells what the client got: nothing, for a lost answer */
-    bool lost = atomic_load(&c->lost);
+    bool lost = atomic_load(&c->lost) && code != GRPC_STATUS_CANCELLED;
     log_str(&r, "code", metrics_code_name(lost ? GRPC_STATUS_CANCELLED : code));
     if (lost) log_str(&r, "unsent", metrics_code_name(code));
     log_ms(&r, "ms", c->took_ns);
