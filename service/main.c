@@ -168,10 +168,25 @@ static int worker_threads(const lmscored_config *cfg)
     return per_worker;
 }
 
+/* How far the model load got: the step the engine is in and its pieces
+ * done, told from the engine's threads; the load's progress lines read it. */
+static struct {
+    const char *_Atomic step;
+    atomic_size_t done, total;
+} g_load_progress;
+
+static void load_progress(void *ctx, const char *what, size_t done, size_t total)
+{
+    (void)ctx;
+    atomic_store(&g_load_progress.total, total);
+    atomic_store(&g_load_progress.done, done);
+    atomic_store(&g_load_progress.step, what);
+}
+
 static void engine_options(const lmscored_config *cfg, lms_engine_options *eo)
 {
     lms_engine_options_default(eo);
-    eo->open_stop = (lms_stop){.should_stop = stop_requested};
+    eo->open_stop = (lms_stop){.should_stop = stop_requested, .on_progress = load_progress};
     eo->algorithm = cfg->algorithm;
     eo->precision = cfg->precision;
     eo->isa = cfg->isa;
@@ -268,8 +283,23 @@ static _Noreturn void exit_leaving(const char *what)
     _exit(1);
 }
 
-/* How often a model load still running says so. */
+/* How often a model load still running says so (the test-hooks binary
+ * takes LMSCORE_TEST_LOAD_PROGRESS_MS instead). */
 #define LOAD_PROGRESS_MS 5000
+
+static void log_load_progress(int64_t ms)
+{
+    log_record r;
+    log_begin(&r, LOG_INFO, "still loading the model");
+    log_int(&r, "ms", ms);
+    const char *step = atomic_load(&g_load_progress.step);
+    size_t total = atomic_load(&g_load_progress.total);
+    if (step && total) {
+        log_str(&r, "step", step);
+        log_int(&r, "percent", (int64_t)(atomic_load(&g_load_progress.done) * 100 / total));
+    }
+    log_end(&r);
+}
 
 /* Loads the model while the main thread takes signals. A stop signal makes
  * the load stop at its next poll (LMS_ERR_CANCELLED); a load still running
@@ -286,16 +316,15 @@ static lms_status load_taking_signals(const service *svc, lms_engine **engine, l
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "cannot start the model load's thread");
     }
     int64_t stop_by = INT64_MAX;
-    int64_t started = monotonic_ms(), next_progress = started + LOAD_PROGRESS_MS;
+    int64_t every = test_hook_ms("LMSCORE_TEST_LOAD_PROGRESS_MS");
+    if (every <= 0) every = LOAD_PROGRESS_MS;
+    int64_t started = monotonic_ms(), next_progress = started + every;
     while (!atomic_load(&l->done)) {
         int64_t now = monotonic_ms();
         if (now >= stop_by) exit_leaving("the model load");
         if (now >= next_progress) {
-            log_record r;
-            log_begin(&r, LOG_INFO, "still loading the model");
-            log_int(&r, "ms", now - started);
-            log_end(&r);
-            next_progress += LOAD_PROGRESS_MS;
+            log_load_progress(now - started);
+            next_progress = now + every;
         }
         int sig = signals_wait(10);
         if (!sig) continue;

@@ -14,6 +14,7 @@
 #include "alloc.h"
 #include "ggml_blocks.h"
 #include "half.h"
+#include "progress.h"
 
 /* Panels per parallel task. */
 #define CHUNK_PANELS 4
@@ -333,6 +334,7 @@ lms_status lms_pack_run(const lms_pack_job *jobs, size_t n_jobs, const lms_stop 
                 (chunk){&jobs[j], p, panels - p < CHUNK_PANELS ? panels - p : CHUNK_PANELS};
     }
     atomic_bool stopped = false, out_of_memory = false;
+    atomic_size_t done = 0;
 #pragma omp parallel if (n_chunks > 1)
     {
         float *tmp = malloc((size_t)max_k * sizeof *tmp);
@@ -345,6 +347,7 @@ lms_status lms_pack_run(const lms_pack_job *jobs, size_t n_jobs, const lms_stop 
                 continue;
             }
             pack_chunk(&chunks[i], tmp);
+            lms_progress_piece(stop, "packing the weights", &done, n_chunks);
         }
         free(tmp);
     }

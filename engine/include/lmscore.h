@@ -63,10 +63,15 @@ const char *lms_status_name(lms_status status);
 
 /* A caller's way to stop long work: should_stop is polled between pieces of
  * it, possibly from several threads at once, and a non-zero answer abandons
- * the work with LMS_ERR_CANCELLED. A NULL should_stop never stops. */
+ * the work with LMS_ERR_CANCELLED. A NULL should_stop never stops.
+ * on_progress, when set, hears after each piece of a step how many of the
+ * step's pieces are done (what names the step: "packing the weights",
+ * "converting the weights"), from the thread that did it: it must be
+ * thread-safe and quick. The engine says how far, never what to log. */
 typedef struct {
     int (*should_stop)(void *ctx);
     void *ctx;
+    void (*on_progress)(void *ctx, const char *what, size_t done, size_t total);
 } lms_stop;
 
 /* ---- tokenizer ----

@@ -12,6 +12,7 @@
 
 #include "ggml_blocks.h"
 #include "half.h"
+#include "progress.h"
 
 /* Elements per parallel task: big enough to amortise scheduling, a
  * multiple of every block (the K-quants' 256 included). */
@@ -79,6 +80,7 @@ lms_status lms_convert_to_f32(const lms_convert_job *jobs, size_t n_jobs, const 
         }
     }
     atomic_bool stopped = false;
+    atomic_size_t done = 0;
 #pragma omp parallel for schedule(dynamic, 1) if (n_chunks > 1)
     for (size_t c = 0; c < n_chunks; c++) {
         if (atomic_load_explicit(&stopped, memory_order_relaxed)) continue;
@@ -87,6 +89,7 @@ lms_status lms_convert_to_f32(const lms_convert_job *jobs, size_t n_jobs, const 
             continue;
         }
         convert_chunk(&chunks[c]);
+        lms_progress_piece(stop, "converting the weights", &done, n_chunks);
     }
     free(chunks);
     if (atomic_load(&stopped))

@@ -337,6 +337,23 @@ def test_a_model_load_says_what_it_loads_and_that_it_goes_on():
         d.stop_clean()
 
 
+def test_progress_lines_name_the_engines_step_and_how_far_it_got():
+    # a line every millisecond (the test-hooks binary's interval) while the
+    # engine quantises the weights to int8
+    d = Daemon("--log-format", "json", "--precision", "int8", binary=LMSCORED_TEST_HOOKS,
+               env={"LMSCORE_TEST_LOAD_PROGRESS_MS": "1"})
+    try:
+        lines = [r for r in map(json.loads, d.log().splitlines())
+                 if r["msg"] == "still loading the model"]
+    finally:
+        d.stop_clean()
+    stepped = [r for r in lines if "step" in r]
+    assert stepped, lines
+    assert {r["step"] for r in stepped} <= {"packing the weights", "converting the weights"}
+    assert all(0 <= r["percent"] <= 100 and type(r["percent"]) is int for r in stepped), stepped
+    assert [r["ms"] for r in lines] == sorted(r["ms"] for r in lines)
+
+
 def test_a_directory_model_is_safetensors_and_its_bytes_are_the_shards():
     model = os.path.join(os.path.dirname(MODEL), "tiny-llama-sharded-hf")
     with Daemon("--log-format", "json", model=model) as d:

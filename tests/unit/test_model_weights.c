@@ -121,10 +121,13 @@ static void test_packed_and_accounted(void **state)
 
 /* should_stop: stops from the (limit + 1)-th poll on (never when limit <
  * 0), counting the polls, which come from the conversion's and packing's
- * threads. */
+ * threads; on_progress: counts the reports, keeps the highest count done
+ * and the total and step they named. */
 typedef struct {
     atomic_int polls;
     int limit;
+    atomic_size_t reports, max_done, total;
+    const char *_Atomic what;
 } stop_after;
 
 static int stop_after_polls(void *ctx)
@@ -134,8 +137,20 @@ static int stop_after_polls(void *ctx)
     return s->limit >= 0 && n > s->limit;
 }
 
+static void count_progress(void *ctx, const char *what, size_t done, size_t total)
+{
+    stop_after *s = ctx;
+    atomic_fetch_add(&s->reports, 1);
+    size_t seen = atomic_load(&s->max_done);
+    while (done > seen && !atomic_compare_exchange_weak(&s->max_done, &seen, done)) {
+    }
+    atomic_store(&s->total, total);
+    atomic_store(&s->what, what);
+}
+
 /* Packing (bf16 to f32 panels, f32 to Q8) stops when asked, and frees what
- * it made. */
+ * it made; a load that runs to its end reports each chunk, up to all of
+ * them. */
 static void test_stops_when_asked(void **state)
 {
     (void)state;
@@ -148,7 +163,8 @@ static void test_stops_when_asked(void **state)
         lms_model *m = load(cases[c].model);
         const compute_tier *tier = tier_named("avx2");
         stop_after never = {.limit = -1};
-        const lms_stop poll = {stop_after_polls, &never};
+        const lms_stop poll = {
+            .should_stop = stop_after_polls, .ctx = &never, .on_progress = count_progress};
         model_weights *w;
         lms_error err = {0};
         assert_int_equal(model_weights_create(m, tier, cases[c].precision, &poll, &w, &err),
@@ -156,10 +172,14 @@ static void test_stops_when_asked(void **state)
         model_weights_free(w);
         const int chunks = atomic_load(&never.polls);
         assert_true(chunks > 3); /* one poll per chunk of panels */
+        assert_int_equal(atomic_load(&never.reports), chunks);
+        assert_int_equal(atomic_load(&never.max_done), chunks);
+        assert_int_equal(atomic_load(&never.total), chunks);
+        assert_string_equal(atomic_load(&never.what), "packing the weights");
 
         const size_t before = lms_alloc_current_bytes();
         stop_after three = {.limit = 3};
-        const lms_stop stop = {stop_after_polls, &three};
+        const lms_stop stop = {.should_stop = stop_after_polls, .ctx = &three};
         w = (model_weights *)1;
         assert_int_equal(model_weights_create(m, tier, cases[c].precision, &stop, &w, &err),
                          LMS_ERR_CANCELLED);
