@@ -141,6 +141,33 @@ static void test_served_model_names(void **state)
         expect_bad_flag("served-model-name", "--model", "m", "--served-model-name", bad[i], NULL);
 }
 
+/* ":PORT" in a listen flag (or its variable) is every address; other
+ * values, and a path flag's leading colon, are kept as given; a value that
+ * does not fit once the host is added is refused. */
+static void test_colon_port_is_every_address(void **state)
+{
+    (void)state;
+    lmscored_config cfg;
+    config_outcome outcome;
+    lms_error err;
+    setenv("LMSCORE_METRICS_LISTEN", ":9464", 1);
+    assert_int_equal(parse(&cfg, &outcome, &err, "--model", ":m", "--listen", ":50620",
+                           "--http-listen", "[::1]:8080", NULL),
+                     LMS_OK);
+    unsetenv("LMSCORE_METRICS_LISTEN");
+    assert_string_equal(cfg.listen, "0.0.0.0:50620");
+    assert_string_equal(cfg.metrics_listen, "0.0.0.0:9464");
+    assert_string_equal(cfg.http_listen, "[::1]:8080");
+    assert_string_equal(cfg.model_path, ":m");
+    char longest[sizeof cfg.listen] = ":";
+    memset(longest + 1, '9', sizeof longest - 2);
+    expect_bad_flag("listen", "--model", "m", "--listen", longest, NULL);
+    longest[sizeof longest - 1 - strlen("0.0.0.0")] = '\0';
+    assert_int_equal(parse(&cfg, &outcome, &err, "--model", "m", "--listen", longest, NULL),
+                     LMS_OK);
+    assert_int_equal(strlen(cfg.listen), sizeof cfg.listen - 1);
+}
+
 static void test_help_and_version_exit(void **state)
 {
     (void)state;
@@ -160,6 +187,7 @@ int main(void)
         cmocka_unit_test(test_units_and_environment),
         cmocka_unit_test(test_bad_values_name_their_flag),
         cmocka_unit_test(test_served_model_names),
+        cmocka_unit_test(test_colon_port_is_every_address),
         cmocka_unit_test(test_help_and_version_exit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
