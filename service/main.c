@@ -190,6 +190,7 @@ static void engine_options(const lmscored_config *cfg, lms_engine_options *eo)
     eo->algorithm = cfg->algorithm;
     eo->precision = cfg->precision;
     eo->isa = cfg->isa;
+    eo->test_drop_amx = test_hook_ms("LMSCORE_TEST_DROP_AMX") != 0;
     eo->max_packed_tokens = cfg->max_packed_tokens;
     eo->prefix_cache_bytes = cfg->prefix_cache_bytes;
     eo->delimiter = cfg->delimiter;
@@ -252,6 +253,12 @@ static lms_status load_model(const lmscored_config *cfg, lms_engine **out, lms_e
     log_int(&r, "weight_bytes", mi.weight_bytes);
     log_int(&r, "ms", monotonic_ms() - t0);
     log_end(&r);
+    if (mi.isa_dropped[0]) {
+        log_begin(&r, LOG_WARNING, "compute tier dropped");
+        log_str(&r, "isa", mi.isa);
+        log_str(&r, "dropped", mi.isa_dropped);
+        log_end(&r);
+    }
     return LMS_OK;
 }
 

@@ -218,6 +218,11 @@ typedef struct {
      * projections to bf16 (two bf16 values each) and stay within the
      * precision gates of them (docs/engine.md). */
     const char *isa;
+    /* Test hook (lmscored-test-hooks' LMSCORE_TEST_DROP_AMX): auto takes
+     * the CPU for one with AMX whose amx tier fails its start-up
+     * self-check, so that a dropped tier (lms_model_info.isa_dropped) can
+     * be tested on any CPU. false outside tests. */
+    bool test_drop_amx;
 } lms_engine_options;
 
 /* "auto|" and the compute tiers' names, fastest first, '|'-separated

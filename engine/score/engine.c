@@ -100,9 +100,14 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
 
     lms_cpu_features cpu;
     lms_cpu_detect(&cpu);
+    if (e->opt.test_drop_amx) {
+        cpu.amx = true; /* the OS refuses it, or the forced mismatch fails it */
+        compute_tier_force_mismatch = true;
+    }
     const compute_tier *tier;
     lms_status st =
         compute_tier_select(e->opt.isa, &cpu, &tier, e->isa_dropped, sizeof e->isa_dropped, err);
+    if (e->opt.test_drop_amx) compute_tier_force_mismatch = false;
     if (st != LMS_OK) goto fail;
     st = lms_model_load(model_path, &e->opt.open_stop, &e->model, err);
     if (st == LMS_OK)

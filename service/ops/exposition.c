@@ -259,18 +259,23 @@ static void server_state(text *t, service *svc, const metrics_detail *d, const m
 
     family(t, "lmscore_build_info", "gauge",
            "1, labelled with the version, the model served (empty while it loads), its "
-           "precision and the algorithms it offers");
+           "precision, the compute tier (isa; isa_dropped: a faster tier passed over, why) and "
+           "the algorithms it offers");
     put(t, "lmscore_build_info{version=\"%s\",model=\"", LMSCORED_VERSION);
     if (engine) {
         lms_model_info mi;
         lms_engine_model_info(engine, &mi);
         put_escaped(t, mi.name);
-        /* the precision GetModelInfo reports: both read lms_model_info */
+        /* the precision and tier GetModelInfo reports: both read lms_model_info */
         put(t, "\",architecture=\"%s\",precision=\"%s\"", mi.architecture, mi.precision);
+        put(t, ",isa=\"%s\",isa_dropped=\"", mi.isa);
+        put_escaped(t, mi.isa_dropped);
+        put(t, "\"");
         put(t, ",default_algorithm=\"%s\"",
             lms_algorithm_name(lms_engine_options_get(engine)->algorithm));
     } else {
-        put(t, "\",architecture=\"\",precision=\"\",default_algorithm=\"\"");
+        put(t,
+            "\",architecture=\"\",precision=\"\",isa=\"\",isa_dropped=\"\",default_algorithm=\"\"");
     }
     put(t, ",algorithms=\"");
     for (int a = LMS_ALGO_SERIAL; a < METRICS_N_ALGORITHMS; a++)

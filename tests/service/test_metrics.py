@@ -119,8 +119,10 @@ def test_every_family_in_both_formats(stub, metrics):
     assert body.endswith("# EOF\n")
     assert {f.name: f.type for f in parse_openmetrics(body)} == got
 
+    tier = stub.GetModelInfo(score_pb2.GetModelInfoRequest(), timeout=30)
     info = value(metrics.scrape(), "lmscore_build_info", version="0.1.0", model="tiny-qwen3",
-                 architecture="qwen3", precision="f32", default_algorithm="auto",
+                 architecture="qwen3", precision="f32", isa=tier.isa, isa_dropped=tier.isa_dropped,
+                 default_algorithm="auto",
                  algorithms="serial,packed_dense,packed_segment,prefill_extend")
     assert info == 1
 

@@ -1,9 +1,14 @@
 """--precision and --isa (and LMSCORE_PRECISION, LMSCORE_ISA) through the real
 daemon on the f32 demo model: GetModelInfo and lmscore_build_info say the
-precision in use, why, the kernels and the weight bytes; scores equal the
-engine's own in that precision (tools/lmscore-local), the forced AVX2 kernels
-included, and stay within a measured distance of f32's; a bad value stops the
-daemon at startup with a precise error.
+precision in use, why, the kernels, the compute tier and the weight bytes;
+scores are what the compute-tier contract promises whatever the host: the
+engine's own bits in that precision on the daemon's tier (tools/lmscore-local
+with the same --isa), and against the default tier the same bits where the
+two tiers compute the same sequence, else within the precision gates; they
+stay within a measured distance of f32's; a tier dropped at start-up
+(lmscored-test-hooks' LMSCORE_TEST_DROP_AMX) is named, with why, by
+GetModelInfo, `lmscore info`, the log and lmscore_build_info; a bad value
+stops the daemon at startup with a precise error.
 """
 import os
 import re
@@ -12,7 +17,8 @@ import subprocess
 
 import pytest
 
-from harness import LMSCORED, MODEL, Daemon, Metrics, local_score, tokens, value
+from harness import (BUILD, LMSCORED, LMSCORED_TEST_HOOKS, MODEL, Daemon, Metrics, local_score,
+                     tokens, value)
 from lmscore.v1 import score_pb2, score_pb2_grpc
 
 QUERY = [9707, 11, 1879, 374, 264, 1273, 13, 358, 1075, 2055]
@@ -40,14 +46,33 @@ CONFIGS = {
     "int8-avx2": dict(args=METRICS, env={"LMSCORE_PRECISION": "int8", "LMSCORE_ISA": "avx2"},
                       precision="int8", formats="q8", kernels="int8 avx2",
                       bytes_per_parameter=1.0625),
+    "bf16-amx-emulated": dict(args=["--precision", "bf16", "--isa", "amx-emulated", *METRICS],
+                              env={}, precision="bf16", formats="bf16",
+                              kernels="16-bit amx-emulated", bytes_per_parameter=2.0),
 }
+
+# The compute-tier contract (docs/engine.md, "Compute tiers"): the tiers that
+# multiply BF16 weights with bf16 activations compute bf16 by a sequence of
+# their own; every other precision, and bf16 on the vector tiers, is one
+# sequence on every tier. Across sequences, results are within the gates.
+BF16_ACTIVATION_TIERS = {"amx", "amx-emulated"}
+GATES = {"logprob_max": 0.02, "logprob_mean": 0.01}
+
+
+def same_sequence(precision, tier_a, tier_b):
+    return precision != "bf16" or (tier_a in BF16_ACTIVATION_TIERS) == (
+        tier_b in BF16_ACTIVATION_TIERS)
+
+
+def cpu_flags():
+    with open("/proc/cpuinfo") as f:
+        return set(next((line.split(":", 1)[1].split() for line in f
+                         if line.startswith("flags")), []))
 
 
 def x86_64_v3():
     """Whether this CPU has what the 16-bit and int8 kernels need."""
-    with open("/proc/cpuinfo") as f:
-        flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
-    return {"avx2", "fma", "f16c"} <= set(flags)
+    return {"avx2", "fma", "f16c"} <= cpu_flags()
 
 
 @pytest.fixture(scope="module", params=[
@@ -78,16 +103,17 @@ def score(daemon, apply_softmax):
     return [list(i.scores) for i in resp.items], [list(i.logprobs) for i in resp.items]
 
 
-def local(precision, apply_softmax):
+def local(precision, apply_softmax, isa="auto"):
+    """(scores, log-probs, tier) of the engine itself on that tier."""
     out = local_score({"query": QUERY, "items": ITEMS, "label_token_ids": LABELS,
-                       "apply_softmax": apply_softmax}, "--precision", precision)
-    return out["scores"], out["logprobs"]
+                       "apply_softmax": apply_softmax}, "--precision", precision, "--isa", isa)
+    return out["scores"], out["logprobs"], out["isa"]
 
 
 @pytest.fixture(scope="module")
 def f32_numbers():
     """(label softmax, log-probs) of f32 arithmetic, from the engine itself."""
-    return local("f32", True)
+    return local("f32", True)[:2]
 
 
 def differences(a_rows, b_rows):
@@ -108,14 +134,35 @@ def test_model_info_says_the_precision_why_and_the_kernels(served):
     assert f"precision={info.precision} " in line and f"weight_bytes={info.weight_bytes}" in line
 
 
-def test_scores_are_the_engines_in_that_precision(served):
-    # with --isa avx2, the AVX2 kernels give the default (AVX-512) kernels' bits
+def assert_same_bits(got, want):
+    """The same numbers, to lmscore-local's decimal output."""
+    for g, w in zip(got, want):
+        assert max(differences(g, w)) <= 2e-6 * max(1.0, max(abs(x) for r in w for x in r))
+
+
+def test_scores_are_the_engines_on_that_tier(served):
     name, config, daemon = served
+    tier = info_of(daemon).isa
     for apply_softmax in (False, True):
-        got = score(daemon, apply_softmax)
-        want = local(config["precision"], apply_softmax)
-        for g, w in zip(got, want):
-            assert max(differences(g, w)) <= 2e-6 * max(1.0, max(abs(x) for r in w for x in r))
+        *want, local_tier = local(config["precision"], apply_softmax, tier)
+        assert local_tier == tier
+        assert_same_bits(score(daemon, apply_softmax), want)
+
+
+def test_scores_against_the_default_tier_are_as_the_contract_says(served):
+    # bits where the daemon's tier and the default one compute the same
+    # sequence (--isa avx2 against AVX-512, say), else within the gates
+    name, config, daemon = served
+    tier = info_of(daemon).isa
+    softmax, logprobs, default_tier = local(config["precision"], True)
+    got = score(daemon, True)
+    if same_sequence(config["precision"], tier, default_tier):
+        assert_same_bits(got, (softmax, logprobs))
+        return
+    d = differences(got[1], logprobs)
+    print(f"{name}: {tier} against {default_tier}: |dlogprob| max {max(d):.3g} "
+          f"mean {statistics.mean(d):.3g}")
+    assert max(d) <= GATES["logprob_max"] and statistics.mean(d) <= GATES["logprob_mean"]
 
 
 def test_scores_are_close_to_f32(served, f32_numbers):
@@ -133,12 +180,42 @@ def test_scores_are_close_to_f32(served, f32_numbers):
     assert (max(d_logprob) > 1e-4) == (config["precision"] != "f32")
 
 
-def test_build_info_reports_the_precision_in_use(served):
-    name, config, daemon = served
+def build_info_of(daemon):
     scrape = Metrics(daemon).scrape()
     build_info = [dict(labels) for sample, labels in scrape if sample == "lmscore_build_info"]
-    assert len(build_info) == 1 and build_info[0]["precision"] == config["precision"]
+    assert len(build_info) == 1
     assert value(scrape, "lmscore_build_info", **build_info[0]) == 1
+    return build_info[0]
+
+
+def test_build_info_reports_the_precision_and_tier_in_use(served):
+    name, config, daemon = served
+    info, build_info = info_of(daemon), build_info_of(daemon)
+    assert build_info["precision"] == config["precision"]
+    assert info.isa and build_info["isa"] == info.isa
+    assert build_info["isa_dropped"] == info.isa_dropped
+
+
+def test_a_dropped_tier_is_named_with_why():
+    # the hook makes auto take the CPU for one with AMX whose amx tier then
+    # fails: the OS refuses the tile state, or its self-check mismatches
+    with Daemon(*METRICS, binary=LMSCORED_TEST_HOOKS, env={"LMSCORE_TEST_DROP_AMX": "1"}) as d:
+        info = info_of(d)
+        assert info.isa and info.isa != "amx"
+        assert re.match(r"amx(: Linux refused the tile state|'s self-check differs|"
+                        r" faulted)", info.isa_dropped), info.isa_dropped
+        line = d.wait_for_log(r'msg="compute tier dropped"', 0)
+        assert f'isa={info.isa} ' in line and "dropped=" in line
+        build_info = build_info_of(d)
+        assert (build_info["isa"], build_info["isa_dropped"]) == (info.isa, info.isa_dropped)
+        cli = subprocess.run([os.path.join(BUILD, "clients", "c", "lmscore"), "info", "--target",
+                              d.target], capture_output=True, text=True, timeout=60)
+        assert cli.returncode == 0, cli.stderr
+        assert f"isa: {info.isa}\n" in cli.stdout
+        assert f"isa_dropped: {info.isa_dropped}\n" in cli.stdout
+    if "amx_tile" not in cpu_flags():  # without the hook, such a CPU drops nothing
+        with Daemon() as d:
+            assert info_of(d).isa_dropped == "" and "compute tier dropped" not in d.log()
 
 
 @pytest.mark.parametrize("args,env,message", [
@@ -160,8 +237,7 @@ def test_a_bad_value_is_a_startup_error(args, env, message):
 
 @pytest.mark.platform
 def test_a_tier_the_cpu_cannot_run_stops_the_start():
-    flags = open("/proc/cpuinfo").read().split("flags", 2)[1].split("\n")[0].split()
-    if "avx512f" in flags:
+    if "avx512f" in cpu_flags():
         pytest.skip("this CPU runs every AVX-512 tier")
     out = subprocess.run([LMSCORED, "--model", MODEL, "--listen", "127.0.0.1:0", "--isa",
                           "avx512"], capture_output=True, text=True, timeout=60)
