@@ -1,33 +1,52 @@
 /*
- * kernels_amx.h — the amx tiers' projection of BF16 weights on tiles,
+ * kernels_amx.h — the amx tiers' projections on tiles, of BF16 weights
+ * (bf16 tiles) and of Q8 weights with full-range codes (int8 tiles),
  * written once against the tile layer (tile.h) and included by
  * kernels_amx.c (the instructions) and kernels_amx_emulated.c (the
  * emulation), so that the kernel the hardware runs is the one every CPU
  * tests.
  *
- * A BF16 panel is packed in k pairs (amx_bf16_at, the tier's bf16_at):
+ * BF16. A panel is packed in k pairs (amx_bf16_at, the tier's bf16_at):
  * element (kk, j) at (kk/2)·2·LMS_PANEL + 2j + kk%2, so that 16 pairs of
  * 16 columns are one B tile read in place (rows 128 bytes apart); for an
  * odd k the last k value follows unpaired, k-major. x comes as two bf16
  * values, hi + lo (matmul_input.bf16_hi, _lo: zeros past k up to a
  * multiple of 32): one bf16 alone moves the demo models' log-probs past
  * the precision gates (docs/engine.md), two keep 16 bits of x.
- *
  * Per 16 rows of x and panel of 32 columns: C0 and C1 (the panel's two
  * halves of 16 columns) start at zero; per chunk of 32 k values in order,
  * A and A' (x's hi and lo, 16 rows × 32 bf16) and B0, B1 (16 pairs × 16
  * columns) are loaded and C0 += A·B0, C1 += A·B1, then C0 += A'·B0,
  * C1 += A'·B1 (tdpbf16ps); then y = C, or y = y + C. So every
- * element is kernels.h's bf16 sequence: it depends on its row and column
- * alone. The last rows of x and the last chunk of k are loaded from a
- * zero-padded copy: no row or k value outside the matrix is read, and no
- * other kernel computes a tail.
+ * element is kernels.h's bf16 sequence.
+ *
+ * Q8 (layout.signed_codes: Q8_0, and float weights quantised at load; the
+ * tier's q8_signed). A block of a panel is 8 groups of 4 k values × 32
+ * columns (weights.h), signed bytes: its columns 0-15 and 16-31 are two
+ * B tiles of 8 quad rows × 64 bytes, read in place (rows 128 bytes
+ * apart). x's codes (matmul_input.codes, as the tier's quantiser wrote
+ * them) are A, 16 rows × 32 bytes, read in place (rows one row's blocks
+ * apart). Per 16 rows of x and panel, per block of 32 k values in order:
+ * C0, C1 = A·B0, A·B1 from zero (tdpbssd: exact integer sums), and with
+ * two codes per value C2, C3 = A'·B0, A'·B1 for the lo codes, d = 128 ·
+ * hi sum + lo sum (exact: |d| < 2^27); then per element acc = fma((float)
+ * d, D · scale_x, acc) in f32 (as ggml's AMX kernels scale each block);
+ * then y = acc, or y = y + acc. That is kernels.h's Q8 sequence, the one
+ * every vector tier computes: on the amx tiers int8 gives the vector
+ * tiers' bits.
+ *
+ * Each element depends on its row and column alone. The last rows of x
+ * (and for BF16 the last chunk of k) are loaded from a zero-padded copy:
+ * no row or k value outside the matrix is read, and no other kernel
+ * computes a tail.
  */
 #ifndef LMS_KERNELS_AMX_H
 #define LMS_KERNELS_AMX_H
 
+#include <math.h>
 #include <string.h>
 
+#include "half.h"
 #include "kernels.h"
 #include "tile.h"
 #include "weights.h"
@@ -39,24 +58,44 @@
 #define AMX_B0 3
 #define AMX_B1 4
 #define AMX_A2 5 /* x's lo */
+#define AMX_C2 6 /* Q8: the lo codes' sums */
+#define AMX_C3 7
 
 enum {
-    AMX_ROWS = 16,  /* rows of x per tile */
-    AMX_K = 32,     /* bf16 values of k per A row: 16 pairs */
-    AMX_HALF = 16,  /* columns per C and B tile */
-    AMX_BYTES = 64, /* bytes per tile row */
+    AMX_ROWS = 16,                /* rows of x per tile */
+    AMX_K = 32,                   /* bf16 values of k per A row: 16 pairs */
+    AMX_HALF = 16,                /* columns per C and B tile */
+    AMX_BYTES = 64,               /* bytes per tile row */
+    AMX_QUADS = LMS_Q8_BLOCK / 4, /* Q8: B rows per block */
 };
 
 lms_panel_at_fn amx_bf16_at;
 
-static inline void amx_configure(void)
+/* BF16: every tile 16 rows × 64 bytes. Q8: A and A' 16 rows × one block
+ * of codes, B 8 quad rows × 64 bytes, C 16 × 16 int32. */
+static inline void amx_configure(bool q8)
 {
     tile_config cfg = {.palette = 1};
-    for (int t = AMX_C0; t <= AMX_A2; t++) {
+    for (int t = AMX_C0; t <= (q8 ? AMX_C3 : AMX_A2); t++) {
         cfg.rows[t] = AMX_ROWS;
         cfg.colsb[t] = AMX_BYTES;
     }
+    if (q8) {
+        cfg.colsb[AMX_A] = cfg.colsb[AMX_A2] = LMS_Q8_BLOCK;
+        cfg.rows[AMX_B0] = cfg.rows[AMX_B1] = AMX_QUADS;
+    }
     tile_configure(&cfg);
+}
+
+/* n_rows × n_cols of y (row stride ldy) from c: y = c, or y = y + c. */
+static inline void amx_put(const float c[AMX_ROWS][LMS_PANEL], int32_t n_rows, int32_t n_cols,
+                           float *y, size_t ldy, kernel_mode mode)
+{
+    for (int32_t i = 0; i < n_rows; i++) {
+        float *yi = y + (size_t)i * ldy;
+        for (int32_t j = 0; j < n_cols; j++)
+            yi[j] = mode == KERNEL_ACCUMULATE ? yi[j] + c[i][j] : c[i][j];
+    }
 }
 
 /* A for rows [r, r + 16) of x's plane (hi or lo), chunk ch: in place, or,
@@ -103,7 +142,7 @@ static inline void amx_bf16_block(const lms_weights *w, const matmul_input *in, 
     const int32_t k = w->k, chunks = kernel_bf16_stride(k) / AMX_K;
     uint16_t a_tail[2][AMX_ROWS][AMX_K], b_tail[2][AMX_K / 2][2 * AMX_HALF];
     float c[AMX_ROWS][LMS_PANEL];
-    amx_configure();
+    amx_configure(false);
     for (int32_t r = r0; r < r1; r += AMX_ROWS) {
         const int32_t n_rows = r1 - r < AMX_ROWS ? r1 - r : AMX_ROWS;
         for (int32_t col = c0; col < c1; col += LMS_PANEL) {
@@ -127,19 +166,92 @@ static inline void amx_bf16_block(const lms_weights *w, const matmul_input *in, 
             }
             tile_store(AMX_C0, c[0], sizeof c[0]);
             tile_store(AMX_C1, c[0] + AMX_HALF, sizeof c[0]);
-            const int32_t n_cols = c1 - col < LMS_PANEL ? c1 - col : LMS_PANEL;
-            for (int32_t i = 0; i < n_rows; i++) {
-                float *yi = y + (size_t)(r - r0 + i) * ldy + (col - c0);
-                for (int32_t j = 0; j < n_cols; j++)
-                    yi[j] = mode == KERNEL_ACCUMULATE ? yi[j] + c[i][j] : c[i][j];
-            }
+            amx_put(c, n_rows, c1 - col < LMS_PANEL ? c1 - col : LMS_PANEL,
+                    y + (size_t)(r - r0) * ldy + (col - c0), ldy, mode);
         }
     }
     tile_release();
 }
 
-/* The tier's block function: BF16 matrices on tiles, the other formats
- * through the tier's vector kernels (matmul_panels). */
+/* A for rows [r, r + 16) of x's codes (codes per value), block b, the hi
+ * (lo = 0) or the lo codes (lo = 1): in place (a row's blocks one after
+ * the other, each its hi then its lo codes: kernels.h q8_act_row), or,
+ * past x's last row, a copy with zero rows; *stride in bytes. */
+static inline const int8_t *amx_q8_a(const matmul_input *in, int32_t blocks, int codes, int32_t r,
+                                     int32_t b, int lo, int8_t tail[AMX_ROWS][LMS_Q8_BLOCK],
+                                     size_t *stride)
+{
+    const size_t row_bytes = (size_t)blocks * 2 * LMS_Q8_BLOCK; /* matmul.c's scratch */
+    const int8_t *a = in->codes + (size_t)r * row_bytes + ((size_t)b * codes + lo) * LMS_Q8_BLOCK;
+    *stride = row_bytes;
+    if (r + AMX_ROWS <= in->rows) return a;
+    memset(tail, 0, AMX_ROWS * sizeof *tail);
+    for (int32_t i = 0; i < in->rows - r; i++)
+        memcpy(tail[i], a + (size_t)i * row_bytes, sizeof *tail);
+    *stride = sizeof *tail;
+    return tail[0];
+}
+
+/* Rows [r0, r1) × columns [c0, c1) of y = x·Wᵀ for a Q8 matrix of signed
+ * codes (the block function's contract, kernels.h). */
+static inline void amx_q8_block(const lms_weights *w, const matmul_input *in, int32_t r0,
+                                int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,
+                                kernel_mode mode)
+{
+    const int32_t blocks = lms_weights_blocks(w), codes = w->x_codes;
+    int8_t a_tail[2][AMX_ROWS][LMS_Q8_BLOCK];
+    int32_t hi[AMX_ROWS][LMS_PANEL], lo[AMX_ROWS][LMS_PANEL];
+    float acc[AMX_ROWS][LMS_PANEL];
+    amx_configure(true);
+    for (int32_t r = r0; r < r1; r += AMX_ROWS) {
+        const int32_t n_rows = r1 - r < AMX_ROWS ? r1 - r : AMX_ROWS;
+        for (int32_t col = c0; col < c1; col += LMS_PANEL) {
+            const size_t p = (size_t)(col / LMS_PANEL);
+            memset(acc, 0, sizeof acc);
+            for (int32_t b = 0; b < blocks; b++) {
+                const size_t pb = p * (size_t)blocks + (size_t)b;
+                const uint8_t *block = w->q8 + pb * LMS_Q8_BLOCK * LMS_PANEL;
+                const size_t b_stride = 4 * LMS_PANEL;
+                size_t sa, sa2;
+                const int8_t *a = amx_q8_a(in, blocks, codes, r, b, 0, a_tail[0], &sa);
+                tile_zero(AMX_C0);
+                tile_zero(AMX_C1);
+                tile_load(AMX_A, a, sa);
+                tile_load(AMX_B0, block, b_stride);
+                tile_load(AMX_B1, block + 4 * AMX_HALF, b_stride);
+                tile_dpbssd(AMX_C0, AMX_A, AMX_B0);
+                tile_dpbssd(AMX_C1, AMX_A, AMX_B1);
+                tile_store(AMX_C0, hi[0], sizeof hi[0]);
+                tile_store(AMX_C1, hi[0] + AMX_HALF, sizeof hi[0]);
+                if (codes == 2) {
+                    tile_zero(AMX_C2);
+                    tile_zero(AMX_C3);
+                    const int8_t *a2 = amx_q8_a(in, blocks, codes, r, b, 1, a_tail[1], &sa2);
+                    tile_load(AMX_A2, a2, sa2);
+                    tile_dpbssd(AMX_C2, AMX_A2, AMX_B0);
+                    tile_dpbssd(AMX_C3, AMX_A2, AMX_B1);
+                    tile_store(AMX_C2, lo[0], sizeof lo[0]);
+                    tile_store(AMX_C3, lo[0] + AMX_HALF, sizeof lo[0]);
+                }
+                const uint16_t *d = w->scale16 + pb * LMS_PANEL; /* one group per block */
+                for (int32_t i = 0; i < n_rows; i++) {
+                    const float sx = in->scales[(size_t)(r + i) * blocks + b];
+                    for (int32_t j = 0; j < LMS_PANEL; j++) {
+                        const int32_t sum = codes == 2 ? 128 * hi[i][j] + lo[i][j] : hi[i][j];
+                        acc[i][j] = fmaf((float)sum, lms_f16_to_f32(d[j]) * sx, acc[i][j]);
+                    }
+                }
+            }
+            amx_put(acc, n_rows, c1 - col < LMS_PANEL ? c1 - col : LMS_PANEL,
+                    y + (size_t)(r - r0) * ldy + (col - c0), ldy, mode);
+        }
+    }
+    tile_release();
+}
+
+/* The tier's block function: BF16 matrices and Q8 ones of signed codes on
+ * tiles, the other formats through the tier's vector kernels
+ * (matmul_panels). */
 #define DEFINE_AMX_BLOCK(name)                                                                     \
     void name(const struct compute_tier *tier, const lms_weights *w, const matmul_input *in,       \
               int32_t r0, int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,                \
@@ -147,6 +259,8 @@ static inline void amx_bf16_block(const lms_weights *w, const matmul_input *in, 
     {                                                                                              \
         if (w->format == LMS_WEIGHTS_BF16)                                                         \
             amx_bf16_block(w, in, r0, r1, c0, c1, y, ldy, mode);                                   \
+        else if (w->format == LMS_WEIGHTS_Q8 && w->layout.signed_codes)                            \
+            amx_q8_block(w, in, r0, r1, c0, c1, y, ldy, mode);                                     \
         else                                                                                       \
             matmul_panels(tier, w, in, r0, r1, c0, c1, y, ldy, mode);                              \
     }

@@ -60,7 +60,7 @@ static lms_status bind(builder *b, const lms_matrix *m, lms_weights *out, lms_er
     lms_status st = lms_weights_alloc(out, m->type, format, m->n, m->k, &buffer, err);
     if (st != LMS_OK) return st;
     out->x_codes = b->precision == LMS_PRECISION_INT8X2 ? 2 : 1;
-    if (format == LMS_WEIGHTS_BF16) out->bf16_at = b->tier->bf16_at; /* before packing */
+    compute_tier_own_layout(b->tier, out);
     b->packs[b->n_packs++] = (lms_pack_job){m->type, m->data, out, b->model->file_backed};
     b->w->buffers[b->w->n_buffers++] = buffer;
     return LMS_OK;

@@ -62,7 +62,7 @@ static bool has_x86_64(const lms_cpu_features *cpu)
     return true;
 }
 
-/* The amx tier's kernel on the tile layer's emulation, beside the AVX2
+/* The amx tier's kernels on the tile layer's emulation, beside the AVX2
  * kernels for everything else: its tests on any CPU with AVX2, never
  * picked by auto. */
 static const compute_tier AMX_EMULATED = {
@@ -78,14 +78,17 @@ static const compute_tier AMX_EMULATED = {
     .block = matmul_amx_emulated,
     .bf16_activations = true,
     .bf16_at = amx_bf16_at,
+    .q8_signed = true,
     .emulated = true,
 };
 
 /* AMX (Sapphire Rapids on): BF16 projections on bf16 tiles, x as two bf16
- * values (kernels_amx.h). Still on the AVX-512 VNNI kernels: F16 matrices
- * (kept exact: tdpbf16ps would round them to bf16), f32 ones, Q8 ones (no
- * int8 tile kernel yet) and attention. Offered once Linux grants the tile
- * state and its kernel matched amx-emulated at start-up. */
+ * values, and Q8 ones of full-range codes (Q8_0, float weights at int8)
+ * on int8 tiles (kernels_amx.h). Still on the AVX-512 VNNI kernels: F16
+ * matrices (kept exact: tdpbf16ps would round them to bf16), f32 ones, the
+ * other ggml block types (offsets, sub-scales: no tile kernel yet) and
+ * attention. Offered once Linux grants the tile state and its kernel
+ * matched amx-emulated at start-up. */
 static const compute_tier AMX = {
     .name = "amx",
     .needs = "AMX-TILE, AMX-BF16, AMX-INT8 and AVX-512 VNNI",
@@ -99,6 +102,7 @@ static const compute_tier AMX = {
     .block = matmul_amx,
     .bf16_activations = true,
     .bf16_at = amx_bf16_at,
+    .q8_signed = true,
     .enable = amx_enable,
     .proven_against = &AMX_EMULATED,
 };

@@ -39,7 +39,12 @@ typedef struct compute_tier {
      * others, and attention, keep kernels.h's f32 sequence. */
     bool bf16_activations;
     lms_panel_at_fn *bf16_at; /* the BF16 panels' order (weights.h), NULL for k-major */
-    bool emulated;            /* a test of a tier's kernel on any CPU: auto never picks it */
+    /* Q8 matrices of full-range codes (bias 128: Q8_0, and float weights
+     * quantised at load) held as signed bytes (weights.h signed_codes),
+     * multiplied by the tier's block function alone (the amx tiers' int8
+     * tiles) */
+    bool q8_signed;
+    bool emulated; /* a test of a tier's kernel on any CPU: auto never picks it */
     /* Asks the OS for what the tier needs beyond runs_on (AMX: Linux's
      * grant of the tile state); false, why set, when refused. NULL: none. */
     bool (*enable)(char *why, size_t why_size);
@@ -83,6 +88,17 @@ extern bool compute_tier_force_mismatch;
 static inline bool compute_tier_multiplies(const compute_tier *t, lms_weights_format format)
 {
     return t->formats & (1u << format);
+}
+
+/* What t owns of w's layout, set after lms_weights_alloc and before
+ * packing: the BF16 panels' order, Q8's full-range codes as signed bytes. */
+static inline void compute_tier_own_layout(const compute_tier *t, lms_weights *w)
+{
+    if (w->format == LMS_WEIGHTS_BF16) w->bf16_at = t->bf16_at;
+    if (w->format == LMS_WEIGHTS_Q8 && t->q8_signed && w->layout.bias == 128) {
+        w->layout.bias = 0;
+        w->layout.signed_codes = true;
+    }
 }
 
 #endif

@@ -4,10 +4,14 @@
  * multiplies a small fixed problem and must give, bit for bit, what its
  * reference tier gives (the amx tier: the emulation of the SDM's
  * pseudo-code, which defines tdpbf16ps' result exactly — the order of the
- * fused multiply-adds, RNE, DAZ, FTZ — so a CPU that computes it as the
- * SDM says matches to the bit; one that does not, or a kernel that
- * misuses it, is caught here rather than in a score). A fault (SIGILL,
- * SIGSEGV: a tile instruction the OS did not enable) counts as a failure.
+ * fused multiply-adds, RNE, DAZ, FTZ — and tdpbssd's as exact integer
+ * sums, which the kernel then scales in a fixed order of f32 operations;
+ * so a CPU that computes them as the SDM says matches to the bit; one that
+ * does not, or a kernel that misuses them, is caught here rather than in a
+ * score). Every product the tier runs on its tiles is checked: BF16, and
+ * Q8 of signed codes with x in one and in two codes per value. A fault
+ * (SIGILL, SIGSEGV: a tile instruction the OS did not enable) counts as a
+ * failure.
  */
 #include <math.h>
 #include <pthread.h>
@@ -24,9 +28,10 @@
 
 bool compute_tier_force_mismatch;
 
-/* The problem: x 19 × 75 (a partial group of 16 rows, a partial chunk of
- * 32 k values, an odd k), W 40 × 75 in bf16 (a partial panel), values of
- * both signs over 2^-8 .. 2^8 with a few denormals and zeros. */
+/* The problem: x 19 × 75 (a partial group of 16 rows, a partial chunk or
+ * block of 32 k values, an odd k), W 40 × 75 (a partial panel) in bf16 and
+ * quantised as Q8_0, values of both signs over 2^-8 .. 2^8 with a few
+ * denormals and zeros. */
 enum { ROWS = 19, K = 75, N = 40 };
 
 static float value(uint32_t *seed)
@@ -66,26 +71,23 @@ static bool run_guarded(const compute_tier *t, const lms_weights *w, const matmu
     return !sig;
 }
 
-bool compute_tier_proves(const compute_tier *t, char *why, size_t why_size)
+/* t and its reference on one matrix, stored as type and held in format
+ * as t keeps it, with x in x_codes codes for Q8: the same bits, else false
+ * and why. */
+static bool proves_on(const compute_tier *t, lms_dtype type, const void *stored,
+                      lms_weights_format format, int32_t x_codes, const float *x, matmul_scratch *s,
+                      char *why, size_t why_size)
 {
     const compute_tier *ref = t->proven_against;
-    if (!ref) return true;
-    uint32_t seed = 28;
-    uint16_t stored[N * K];
-    float x[ROWS * K], y[ROWS * N], want[ROWS * N];
-    for (int i = 0; i < N * K; i++)
-        stored[i] = lms_f32_to_bf16(value(&seed));
-    for (int i = 0; i < ROWS * K; i++)
-        x[i] = value(&seed);
+    float y[ROWS * N], want[ROWS * N];
     lms_weights w;
     void *buffer = NULL;
     lms_error err = {0};
-    matmul_scratch *s = matmul_scratch_create(ROWS, K);
-    bool ok =
-        s && lms_weights_alloc(&w, LMS_DTYPE_BF16, LMS_WEIGHTS_BF16, N, K, &buffer, &err) == LMS_OK;
+    bool ok = lms_weights_alloc(&w, type, format, N, K, &buffer, &err) == LMS_OK;
     if (ok) {
-        w.bf16_at = t->bf16_at;
-        const lms_pack_job job = {LMS_DTYPE_BF16, stored, &w, false};
+        compute_tier_own_layout(t, &w);
+        w.x_codes = x_codes;
+        const lms_pack_job job = {type, stored, &w, false};
         ok = lms_pack_run(&job, 1, NULL, &err) == LMS_OK;
     }
     if (!ok) {
@@ -99,12 +101,40 @@ bool compute_tier_proves(const compute_tier *t, char *why, size_t why_size)
         if (ok && compute_tier_force_mismatch) y[ROWS * N / 2] = nextafterf(y[ROWS * N / 2], 1e30f);
         for (int i = 0; ok && i < ROWS * N; i++)
             if (memcmp(&y[i], &want[i], sizeof y[i])) {
-                snprintf(why, why_size, "%s's self-check differs from %s at [%d][%d]: %a, not %a",
-                         t->name, ref->name, i / N, i % N, (double)y[i], (double)want[i]);
+                snprintf(why, why_size,
+                         "%s's self-check differs from %s at [%d][%d] of %s (x in %d codes): %a, "
+                         "not %a",
+                         t->name, ref->name, i / N, i % N, lms_weights_format_name(format),
+                         (int)x_codes, (double)y[i], (double)want[i]);
                 ok = false;
             }
     }
     lms_free(buffer);
+    return ok;
+}
+
+bool compute_tier_proves(const compute_tier *t, char *why, size_t why_size)
+{
+    if (!t->proven_against) return true;
+    uint32_t seed = 28;
+    uint16_t bf16[N * K];
+    float f32[N * K], x[ROWS * K];
+    for (int i = 0; i < N * K; i++) {
+        f32[i] = value(&seed);
+        bf16[i] = lms_f32_to_bf16(f32[i]);
+    }
+    for (int i = 0; i < ROWS * K; i++)
+        x[i] = value(&seed);
+    matmul_scratch *s = matmul_scratch_create(ROWS, K);
+    if (!s) {
+        snprintf(why, why_size, "%s: no memory for its self-check", t->name);
+        return false;
+    }
+    /* bf16 tiles; int8 tiles on the f32 values quantised as Q8_0, x in one
+     * code per value and in two */
+    const bool ok = proves_on(t, LMS_DTYPE_BF16, bf16, LMS_WEIGHTS_BF16, 1, x, s, why, why_size) &&
+                    proves_on(t, LMS_DTYPE_F32, f32, LMS_WEIGHTS_Q8, 1, x, s, why, why_size) &&
+                    proves_on(t, LMS_DTYPE_F32, f32, LMS_WEIGHTS_Q8, 2, x, s, why, why_size);
     matmul_scratch_free(s);
     return ok;
 }

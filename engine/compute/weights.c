@@ -78,9 +78,7 @@ static float q8_value(const lms_weights *w, size_t p, size_t j, int32_t kk)
     const size_t blocks = (size_t)lms_weights_blocks(w), groups = (size_t)lms_weights_groups(w);
     const size_t b = (size_t)kk / LMS_Q8_BLOCK, i = (size_t)kk % LMS_Q8_BLOCK;
     const size_t pb = p * blocks + b, pg = p * groups + b / (size_t)w->layout.group_blocks;
-    const int32_t code =
-        (int32_t)w->q8[pb * LMS_Q8_BLOCK * LMS_PANEL + (i / 4) * LMS_PANEL * 4 + j * 4 + i % 4] -
-        w->layout.bias;
+    const int32_t code = lms_weights_q8_code(w, pb, (int32_t)i, j);
     const float d = lms_f16_to_f32(w->scale16[pg * LMS_PANEL + j]);
     const size_t halves = (size_t)w->layout.halves;
     const float s =

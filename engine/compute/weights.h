@@ -18,6 +18,10 @@
  *         int8 range (Q8_0, float weights), else the smallest that makes
  *         the type's codes non-negative, so that they stay below 64 (0 for
  *         Q4_1, Q5_1, Q4_K, Q5_K; 8 for Q4_0, 16 for Q5_0, 32 for Q6_K).
+ *         A tier may keep the full-range codes as signed bytes instead
+ *         (layout.signed_codes, bias 0: the amx tiers' tdpbssd reads a
+ *         block's 8 groups × 16 columns as a B tile in place); only that
+ *         tier's own kernels read such a matrix.
  *         Element value = code · s, or code · s + o rounded
  *         once to f32 when the matrix has offsets (code · s is exact), with
  *         s and o exact products of two stored numbers:
@@ -69,6 +73,7 @@ typedef struct {
     bool offsets;         /* M (offset16) */
     bool sub_offsets;     /* m (sub_offset) */
     int32_t bias;         /* byte = code + bias: 128, or below 64 (LMS_Q8_SMALL_BIAS) */
+    bool signed_codes;    /* byte = the code as int8, bias 0 (a tier's, compute_tier.q8_signed) */
 } lms_q8_layout;
 
 /* The largest bias of a type whose biased codes stay below 64. */
@@ -111,6 +116,15 @@ static inline int32_t lms_weights_blocks(const lms_weights *w)
 static inline size_t lms_weights_w16_at(const lms_weights *w, int32_t kk, int32_t j)
 {
     return w->bf16_at ? w->bf16_at(w->k, kk, j) : (size_t)kk * LMS_PANEL + (size_t)j;
+}
+
+/* Q8: the code of element (k index i of block pb = panel · blocks + block,
+ * column j of the panel). */
+static inline int32_t lms_weights_q8_code(const lms_weights *w, size_t pb, int32_t i, size_t j)
+{
+    const uint8_t byte =
+        w->q8[pb * LMS_Q8_BLOCK * LMS_PANEL + (size_t)(i / 4) * LMS_PANEL * 4 + j * 4 + i % 4];
+    return w->layout.signed_codes ? (int8_t)byte : (int32_t)byte - w->layout.bias;
 }
 
 /* Q8: groups of layout.group_blocks blocks along k (D and M per group). */

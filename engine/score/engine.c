@@ -156,9 +156,10 @@ static void describe_weights(const lms_engine *e, lms_model_info *out)
     const lms_weights **all = malloc(MODEL_WEIGHTS_MAX(e->weights->n_layers) * sizeof *all);
     if (!all) return;
     const int32_t n = model_weights_list(e->weights, all);
-    int counts[LMS_WEIGHTS_Q8 + 1] = {0};
+    int counts[LMS_WEIGHTS_Q8 + 1] = {0}, tile_q8 = 0; /* Q8 on the tier's own kernel */
     for (int32_t i = 0; i < n; i++) {
         counts[all[i]->format]++;
+        tile_q8 += all[i]->format == LMS_WEIGHTS_Q8 && all[i]->layout.signed_codes;
         out->weight_bytes += (int64_t)lms_weights_bytes(all[i]);
         out->parameters += (int64_t)all[i]->n * all[i]->k;
     }
@@ -179,7 +180,10 @@ static void describe_weights(const lms_engine *e, lms_model_info *out)
         used += (size_t)snprintf(
             out->kernels + used, sizeof out->kernels - used, "%s16-bit %s", used ? ", " : "",
             counts[LMS_WEIGHTS_BF16] && tier->bf16_activations ? tier->name : tier->w16->isa);
-    if (counts[LMS_WEIGHTS_Q8] && used < sizeof out->kernels)
+    if (tile_q8 && used < sizeof out->kernels)
+        used += (size_t)snprintf(out->kernels + used, sizeof out->kernels - used, "%sint8 %s",
+                                 used ? ", " : "", tier->name);
+    if (counts[LMS_WEIGHTS_Q8] > tile_q8 && used < sizeof out->kernels)
         snprintf(out->kernels + used, sizeof out->kernels - used, "%sint8 %s", used ? ", " : "",
                  tier->q8->isa);
 }

@@ -49,6 +49,9 @@ CONFIGS = {
     "bf16-amx-emulated": dict(args=["--precision", "bf16", "--isa", "amx-emulated", *METRICS],
                               env={}, precision="bf16", formats="bf16",
                               kernels="16-bit amx-emulated", bytes_per_parameter=2.0),
+    "int8-amx-emulated": dict(args=["--precision", "int8", "--isa", "amx-emulated", *METRICS],
+                              env={}, precision="int8", formats="q8",
+                              kernels="int8 amx-emulated", bytes_per_parameter=1.0625),
 }
 
 # The compute-tier contract (docs/engine.md, "Compute tiers"): the tiers that

@@ -45,9 +45,7 @@ static float reference_element(const lms_weights *w, const matmul_input *in, int
         for (int32_t h = 0; h < halves; h++) {
             int32_t sum = 0;
             for (int i = h * per_half; i < (h + 1) * per_half; i++) {
-                const int32_t code =
-                    w->q8[pb * LMS_Q8_BLOCK * LMS_PANEL + (i / 4) * LMS_PANEL * 4 + j * 4 + i % 4] -
-                    w->layout.bias;
+                const int32_t code = lms_weights_q8_code(w, pb, i, j);
                 const int32_t code_x = w->x_codes == 2 ? 128 * xc[i] + xc[LMS_Q8_BLOCK + i] : xc[i];
                 sum += code * code_x;
                 sum_x += code_x;
@@ -101,14 +99,14 @@ static float reference_bf16_element(const float *x, const float *wrow, int32_t k
     return acc;
 }
 
-/* pack() in the order the tier keeps a BF16 matrix in (tier.h bf16_at). */
+/* pack() in the layout the tier keeps (tier.h compute_tier_own_layout). */
 static lms_weights pack_for(const compute_tier *tier, lms_dtype type, const unsigned char *src,
                             lms_weights_format format, int32_t n, int32_t k, void **buffer)
 {
     lms_weights w;
     lms_error err = {0};
     assert_int_equal(lms_weights_alloc(&w, type, format, n, k, buffer, &err), LMS_OK);
-    if (format == LMS_WEIGHTS_BF16) w.bf16_at = tier->bf16_at;
+    compute_tier_own_layout(tier, &w);
     const lms_pack_job job = {type, src, &w, false};
     assert_int_equal(lms_pack_run(&job, 1, NULL, &err), LMS_OK);
     return w;
@@ -169,10 +167,9 @@ static void test_kernels_are_the_reference(void **state)
             w.x_codes = 1 + run / n_tiers;
             if (!compute_tier_multiplies(cfg.tier, w.format)) continue;
             const bool bf16_x = cfg.tier->bf16_activations && w.format == LMS_WEIGHTS_BF16;
-            if (w.format == LMS_WEIGHTS_BF16 && w.bf16_at != cfg.tier->bf16_at) {
-                lms_free(buffer);
-                w = pack_for(cfg.tier, type, src, cases[cs].format, n, k, &buffer);
-            }
+            lms_free(buffer);
+            w = pack_for(cfg.tier, type, src, cases[cs].format, n, k, &buffer);
+            w.x_codes = 1 + run / n_tiers;
             for (int32_t rows = 1; rows <= max_rows; rows += 13) {
                 for (int mode = 0; mode < 2; mode++) {
                     for (size_t i = 0; i < (size_t)rows * n; i++)
