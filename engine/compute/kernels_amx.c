@@ -1,5 +1,5 @@
 /*
- * kernels_amx.c — the amx tier's kernel (kernels_amx.h) on AMX's tile
+ * kernels_amx.c — the amx tier's kernels (kernels_amx.h) on AMX's tile
  * instructions (tile.h with TILE_INTRINSICS). Compiled with AMX-TILE,
  * AMX-BF16 and AMX-INT8 enabled for this file only; tier.c offers the tier
  * only where the CPU has them, Linux grants the tile state and the

@@ -1,5 +1,5 @@
 /*
- * kernels_amx_emulated.c — the amx tier's kernel (kernels_amx.h) on the
+ * kernels_amx_emulated.c — the amx tier's kernels (kernels_amx.h) on the
  * tile layer's emulation (tile_emulated.c): the amx-emulated tier, which
  * auto never picks and every CPU's tests run, and the reference the amx
  * tier proves itself against at start-up (tier.c). Also the BF16 panel

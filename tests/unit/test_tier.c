@@ -3,16 +3,17 @@
  * tier's start-up self-check (compute/tier_proof.c), on every CPU: a copy
  * of the amx-emulated tier that must prove itself against amx-emulated
  * stands for a hardware tier. It proves itself; a forced mismatch (the
- * test hook), a refused enable or a fault in its kernel make auto pass it
- * over for the next tier and keep why, and fail it when named; auto never
- * picks an emulation; the real amx tier is offered only where the CPU has
- * AMX.
+ * test hook), a refused enable, a fault in its kernel or an int8 product
+ * one ulp off make auto pass it over for the next tier and keep why, and
+ * fail it when named; auto never picks an emulation; the real amx tier is
+ * offered only where the CPU has AMX.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -126,6 +127,34 @@ static void test_fault_drops_the_tier(void **state)
     probe.block = find("amx-emulated")->block;
 }
 
+/* amx-emulated's kernels, but the int8 tiles' result of the given number
+ * of x codes one ulp off in one element: a CPU whose tdpbssd, or a kernel
+ * whose scaling, differs only there. */
+static int32_t off_codes;
+
+static void int8_off_block(const compute_tier *tier, const lms_weights *w, const matmul_input *in,
+                           int32_t r0, int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,
+                           kernel_mode mode)
+{
+    find("amx-emulated")->block(tier, w, in, r0, r1, c0, c1, y, ldy, mode);
+    if (w->format == LMS_WEIGHTS_Q8 && w->x_codes == off_codes)
+        y[ldy + 1] = nextafterf(y[ldy + 1], 1e30f);
+}
+
+static void test_int8_mismatch_drops_the_tier(void **state)
+{
+    (void)state;
+    probe.block = int8_off_block;
+    off_codes = 1;
+    select_auto(find("avx2"),
+                "probe's self-check differs from amx-emulated at [1][1] of q8 (x in 1");
+    off_codes = 2;
+    select_auto(find("avx2"),
+                "probe's self-check differs from amx-emulated at [1][1] of q8 (x in 2");
+    probe.block = find("amx-emulated")->block;
+    select_auto(&probe, NULL);
+}
+
 static void test_auto_never_picks_an_emulation(void **state)
 {
     (void)state;
@@ -161,6 +190,7 @@ int main(void)
         cmocka_unit_test(test_forced_mismatch_drops_the_tier),
         cmocka_unit_test(test_refused_enable_drops_the_tier),
         cmocka_unit_test(test_fault_drops_the_tier),
+        cmocka_unit_test(test_int8_mismatch_drops_the_tier),
         cmocka_unit_test(test_auto_never_picks_an_emulation),
         cmocka_unit_test(test_amx_only_where_the_cpu_has_it),
     };
