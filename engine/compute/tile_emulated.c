@@ -165,24 +165,41 @@ void tile_emu_dpbf16ps(int c, int a, int b)
         memcpy(tiles.data[c][m], fc[m], (size_t)cols * sizeof *fc[m]);
 }
 
+/* The SDM's loop for one TDPBSSD/TDPBUSD on A widened to int32 and B
+ * widened and transposed (bt[4k + i][n] = B[k][4n + i]), all 16 columns
+ * (the ones past C's width are zeros and not stored). The sums wrap in
+ * 32 bits, which makes their order immaterial. Compiled again for AVX2
+ * where the CPU has it (the emulation runs every test of the amx-emulated
+ * tier). */
+__attribute__((target_clones("avx2", "default"))) static void
+dp_int8_rows(uint32_t c[TILE_MAX_ROWS][TILE_MAX_COLSB / 4],
+             const int32_t a[TILE_MAX_ROWS][TILE_MAX_COLSB],
+             const int32_t bt[TILE_MAX_COLSB][TILE_MAX_COLSB / 4], int rows, int quads)
+{
+    for (int m = 0; m < rows; m++)
+        for (int kk = 0; kk < 4 * quads; kk++)
+            for (int n = 0; n < TILE_MAX_COLSB / 4; n++)
+                c[m][n] += (uint32_t)(a[m][kk] * bt[kk][n]);
+}
+
 /* TDPBSSD (a signed) and TDPBUSD (a unsigned); b signed. */
 static void dp_int8(int c, int a, int b, bool a_signed)
 {
     check_product(c, a, b);
     const int rows = tiles.cfg.rows[c], cols = tiles.cfg.colsb[c] / 4,
               quads = tiles.cfg.colsb[a] / 4;
-    for (int m = 0; m < rows; m++)
-        for (int n = 0; n < cols; n++) {
-            uint32_t acc;
-            memcpy(&acc, tiles.data[c][m] + 4 * n, sizeof acc);
-            for (int k = 0; k < quads; k++)
-                for (int i = 0; i < 4; i++) {
-                    const uint8_t x = tiles.data[a][m][4 * k + i];
-                    const int32_t xa = a_signed ? (int8_t)x : x;
-                    acc += (uint32_t)(xa * (int8_t)tiles.data[b][k][4 * n + i]);
-                }
-            memcpy(tiles.data[c][m] + 4 * n, &acc, sizeof acc);
+    int32_t wa[TILE_MAX_ROWS][TILE_MAX_COLSB], bt[TILE_MAX_COLSB][TILE_MAX_COLSB / 4];
+    uint32_t acc[TILE_MAX_ROWS][TILE_MAX_COLSB / 4];
+    for (int r = 0; r < TILE_MAX_ROWS; r++)
+        for (int i = 0; i < TILE_MAX_COLSB; i++) {
+            const uint8_t x = tiles.data[a][r][i];
+            wa[r][i] = a_signed ? (int8_t)x : x;
+            bt[4 * r + i % 4][i / 4] = (int8_t)tiles.data[b][r][i];
         }
+    memcpy(acc, tiles.data[c], sizeof acc);
+    dp_int8_rows(acc, wa, bt, rows, quads);
+    for (int m = 0; m < rows; m++)
+        memcpy(tiles.data[c][m], acc[m], (size_t)cols * sizeof *acc[m]);
 }
 
 void tile_emu_dpbssd(int c, int a, int b)
