@@ -104,7 +104,15 @@ static void check_product(int c, int a, int b)
         fault();
 }
 
-static float bits_f32(uint32_t u)
+/* The inner loops of the instructions, and the helpers they inline, read
+ * and write only the fixed-size arrays they are given, within the tile
+ * shapes check_product allowed: they are left out of the sanitizers'
+ * instrumentation, which kept them from being vectorised (or the helpers
+ * inlined) and made the amx-emulated tests of a sanitizer build take
+ * minutes. */
+#define EMULATION_LOOP __attribute__((no_sanitize("address", "undefined")))
+
+EMULATION_LOOP static float bits_f32(uint32_t u)
 {
     float f;
     memcpy(&f, &u, sizeof f);
@@ -121,7 +129,7 @@ static float bf16_daz(const uint8_t *p)
 }
 
 /* An f32 input with DAZ, or a result with FTZ. */
-static inline float flush(float x)
+EMULATION_LOOP static inline float flush(float x)
 {
     uint32_t u;
     memcpy(&u, &x, sizeof u);
@@ -131,7 +139,7 @@ static inline float flush(float x)
 /* The SDM's loop for one instruction, on A and B widened to f32 once.
  * Compiled again for FMA where the CPU has it (the emulation runs every
  * test of the amx-emulated tier; fmaf's call would dominate). */
-__attribute__((target_clones("fma", "default"))) static void
+EMULATION_LOOP __attribute__((target_clones("fma", "default"))) static void
 dpbf16ps_rows(float c[TILE_MAX_ROWS][TILE_MAX_COLSB / 4],
               const float a[TILE_MAX_ROWS][TILE_MAX_COLSB / 2],
               const float b[TILE_MAX_ROWS][TILE_MAX_COLSB / 2], int rows, int cols, int pairs)
@@ -171,15 +179,15 @@ void tile_emu_dpbf16ps(int c, int a, int b)
  * 32 bits, which makes their order immaterial. Compiled again for AVX2
  * where the CPU has it (the emulation runs every test of the amx-emulated
  * tier). */
-__attribute__((target_clones("avx2", "default"))) static void
+EMULATION_LOOP __attribute__((target_clones("avx2", "default"))) static void
 dp_int8_rows(uint32_t c[TILE_MAX_ROWS][TILE_MAX_COLSB / 4],
-             const int32_t a[TILE_MAX_ROWS][TILE_MAX_COLSB],
-             const int32_t bt[TILE_MAX_COLSB][TILE_MAX_COLSB / 4], int rows, int quads)
+             const uint32_t a[TILE_MAX_ROWS][TILE_MAX_COLSB],
+             const uint32_t bt[TILE_MAX_COLSB][TILE_MAX_COLSB / 4], int rows, int quads)
 {
     for (int m = 0; m < rows; m++)
         for (int kk = 0; kk < 4 * quads; kk++)
             for (int n = 0; n < TILE_MAX_COLSB / 4; n++)
-                c[m][n] += (uint32_t)(a[m][kk] * bt[kk][n]);
+                c[m][n] += a[m][kk] * bt[kk][n];
 }
 
 /* TDPBSSD (a signed) and TDPBUSD (a unsigned); b signed. */
@@ -188,13 +196,15 @@ static void dp_int8(int c, int a, int b, bool a_signed)
     check_product(c, a, b);
     const int rows = tiles.cfg.rows[c], cols = tiles.cfg.colsb[c] / 4,
               quads = tiles.cfg.colsb[a] / 4;
-    int32_t wa[TILE_MAX_ROWS][TILE_MAX_COLSB], bt[TILE_MAX_COLSB][TILE_MAX_COLSB / 4];
+    /* the bytes as their int32 values, held unsigned: the products and
+     * sums mod 2^32 are the signed ones' */
+    uint32_t wa[TILE_MAX_ROWS][TILE_MAX_COLSB], bt[TILE_MAX_COLSB][TILE_MAX_COLSB / 4];
     uint32_t acc[TILE_MAX_ROWS][TILE_MAX_COLSB / 4];
     for (int r = 0; r < TILE_MAX_ROWS; r++)
         for (int i = 0; i < TILE_MAX_COLSB; i++) {
             const uint8_t x = tiles.data[a][r][i];
-            wa[r][i] = a_signed ? (int8_t)x : x;
-            bt[4 * r + i % 4][i / 4] = (int8_t)tiles.data[b][r][i];
+            wa[r][i] = a_signed ? (uint32_t)(int8_t)x : x;
+            bt[4 * r + i % 4][i / 4] = (uint32_t)(int8_t)tiles.data[b][r][i];
         }
     memcpy(acc, tiles.data[c], sizeof acc);
     dp_int8_rows(acc, wa, bt, rows, quads);
