@@ -2,7 +2,7 @@
  * test_hooks.h — fault injection for the daemon's own tests (a stalled
  * worker for the watchdog test, a slow model load for the health test, a
  * stuck one for the stop deadline's, frequent load progress lines for the
- * log test's).
+ * log test's, a dropped amx tier for the precision test's).
  * Only the lmscored-test-hooks binary, built with LMSCORE_TEST_HOOKS,
  * honours them; in lmscored they always read as 0.
  */
