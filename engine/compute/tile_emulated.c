@@ -120,7 +120,7 @@ EMULATION_LOOP static float bits_f32(uint32_t u)
 }
 
 /* A bf16 input with DAZ (exponent 0: a zero of its sign), as f32. */
-static float bf16_daz(const uint8_t *p)
+EMULATION_LOOP static float bf16_daz(const uint8_t *p)
 {
     uint16_t h;
     memcpy(&h, p, sizeof h);
@@ -136,80 +136,75 @@ EMULATION_LOOP static inline float flush(float x)
     return (u & 0x7F800000) ? x : bits_f32(u & 0x80000000);
 }
 
-/* The SDM's loop for one instruction, on A and B widened to f32 once.
- * Compiled again for FMA where the CPU has it (the emulation runs every
- * test of the amx-emulated tier; fmaf's call would dominate). */
+/* The SDM's loop for one TDPBF16PS over c, a and b's tile bytes, A and B
+ * widened to f32 once. Compiled again for FMA where the CPU has it (the
+ * emulation runs every test of the amx-emulated tier; fmaf's call would
+ * dominate). */
 EMULATION_LOOP __attribute__((target_clones("fma", "default"))) static void
-dpbf16ps_rows(float c[TILE_MAX_ROWS][TILE_MAX_COLSB / 4],
-              const float a[TILE_MAX_ROWS][TILE_MAX_COLSB / 2],
-              const float b[TILE_MAX_ROWS][TILE_MAX_COLSB / 2], int rows, int cols, int pairs)
+dpbf16ps_rows(uint8_t c[TILE_MAX_ROWS][TILE_MAX_COLSB],
+              const uint8_t a[TILE_MAX_ROWS][TILE_MAX_COLSB],
+              const uint8_t b[TILE_MAX_ROWS][TILE_MAX_COLSB], int rows, int cols, int pairs)
 {
+    float fa[TILE_MAX_ROWS][TILE_MAX_COLSB / 2], fb[TILE_MAX_ROWS][TILE_MAX_COLSB / 2];
+    float fc[TILE_MAX_ROWS][TILE_MAX_COLSB / 4];
+    for (int r = 0; r < TILE_MAX_ROWS; r++)
+        for (int i = 0; i < TILE_MAX_COLSB / 2; i++) {
+            fa[r][i] = bf16_daz(a[r] + 2 * i);
+            fb[r][i] = bf16_daz(b[r] + 2 * i);
+        }
+    memcpy(fc, c, sizeof fc);
     for (int m = 0; m < rows; m++) {
         float temp[TILE_MAX_COLSB / 2] = {0}; /* [2n + e]: column n, element e of the pairs */
         for (int k = 0; k < pairs; k++)
             for (int i = 0; i < 2 * cols; i++)
-                temp[i] = flush(fmaf(a[m][2 * k + i % 2], b[k][i], temp[i]));
+                temp[i] = flush(fmaf(fa[m][2 * k + i % 2], fb[k][i], temp[i]));
         for (int n = 0; n < cols; n++)
-            c[m][n] = flush(flush(c[m][n]) + flush(temp[2 * n] + temp[2 * n + 1]));
+            fc[m][n] = flush(flush(fc[m][n]) + flush(temp[2 * n] + temp[2 * n + 1]));
     }
+    for (int m = 0; m < rows; m++)
+        memcpy(c[m], fc[m], (size_t)cols * sizeof *fc[m]);
 }
 
 void tile_emu_dpbf16ps(int c, int a, int b)
 {
     check_product(c, a, b);
-    const int rows = tiles.cfg.rows[c], cols = tiles.cfg.colsb[c] / 4,
-              pairs = tiles.cfg.colsb[a] / 4;
-    float fa[TILE_MAX_ROWS][TILE_MAX_COLSB / 2], fb[TILE_MAX_ROWS][TILE_MAX_COLSB / 2];
-    float fc[TILE_MAX_ROWS][TILE_MAX_COLSB / 4];
-    for (int r = 0; r < TILE_MAX_ROWS; r++) {
-        for (int i = 0; i < TILE_MAX_COLSB / 2; i++) {
-            fa[r][i] = bf16_daz(tiles.data[a][r] + 2 * i);
-            fb[r][i] = bf16_daz(tiles.data[b][r] + 2 * i);
-        }
-        memcpy(fc[r], tiles.data[c][r], sizeof fc[r]);
-    }
-    dpbf16ps_rows(fc, fa, fb, rows, cols, pairs);
-    for (int m = 0; m < rows; m++)
-        memcpy(tiles.data[c][m], fc[m], (size_t)cols * sizeof *fc[m]);
+    dpbf16ps_rows(tiles.data[c], tiles.data[a], tiles.data[b], tiles.cfg.rows[c],
+                  tiles.cfg.colsb[c] / 4, tiles.cfg.colsb[a] / 4);
 }
 
-/* The SDM's loop for one TDPBSSD/TDPBUSD on A widened to int32 and B
- * widened and transposed (bt[4k + i][n] = B[k][4n + i]), all 16 columns
- * (the ones past C's width are zeros and not stored). The sums wrap in
- * 32 bits, which makes their order immaterial. Compiled again for AVX2
- * where the CPU has it (the emulation runs every test of the amx-emulated
- * tier). */
-EMULATION_LOOP __attribute__((target_clones("avx2", "default"))) static void
-dp_int8_rows(uint32_t c[TILE_MAX_ROWS][TILE_MAX_COLSB / 4],
-             const uint32_t a[TILE_MAX_ROWS][TILE_MAX_COLSB],
-             const uint32_t bt[TILE_MAX_COLSB][TILE_MAX_COLSB / 4], int rows, int quads)
+/* The SDM's loop for one TDPBSSD/TDPBUSD over a, b and c's tile bytes: A
+ * widened to int32 and B widened and transposed (bt[4k + i][n] = B[k][4n +
+ * i]), held unsigned (the products and sums mod 2^32 are the signed
+ * ones'), then all 16 columns summed (those past C's width are zeros and
+ * not stored back). The sums wrap in 32 bits, which makes their order
+ * immaterial. Compiled again for AVX2 where the CPU has it (the emulation
+ * runs every test of the amx-emulated tier). */
+EMULATION_LOOP __attribute__((target_clones("avx2", "default"))) static void dp_int8_rows(
+    uint8_t c[TILE_MAX_ROWS][TILE_MAX_COLSB], const uint8_t a[TILE_MAX_ROWS][TILE_MAX_COLSB],
+    const uint8_t b[TILE_MAX_ROWS][TILE_MAX_COLSB], bool a_signed, int rows, int cols, int quads)
 {
+    uint32_t wa[TILE_MAX_ROWS][TILE_MAX_COLSB], bt[TILE_MAX_COLSB][TILE_MAX_COLSB / 4];
+    uint32_t acc[TILE_MAX_ROWS][TILE_MAX_COLSB / 4];
+    for (int r = 0; r < TILE_MAX_ROWS; r++)
+        for (int i = 0; i < TILE_MAX_COLSB; i++) {
+            wa[r][i] = a_signed ? (uint32_t)(int8_t)a[r][i] : a[r][i];
+            bt[4 * r + i % 4][i / 4] = (uint32_t)(int8_t)b[r][i];
+        }
+    memcpy(acc, c, sizeof acc);
     for (int m = 0; m < rows; m++)
         for (int kk = 0; kk < 4 * quads; kk++)
             for (int n = 0; n < TILE_MAX_COLSB / 4; n++)
-                c[m][n] += a[m][kk] * bt[kk][n];
+                acc[m][n] += wa[m][kk] * bt[kk][n];
+    for (int m = 0; m < rows; m++)
+        memcpy(c[m], acc[m], (size_t)cols * sizeof *acc[m]);
 }
 
 /* TDPBSSD (a signed) and TDPBUSD (a unsigned); b signed. */
 static void dp_int8(int c, int a, int b, bool a_signed)
 {
     check_product(c, a, b);
-    const int rows = tiles.cfg.rows[c], cols = tiles.cfg.colsb[c] / 4,
-              quads = tiles.cfg.colsb[a] / 4;
-    /* the bytes as their int32 values, held unsigned: the products and
-     * sums mod 2^32 are the signed ones' */
-    uint32_t wa[TILE_MAX_ROWS][TILE_MAX_COLSB], bt[TILE_MAX_COLSB][TILE_MAX_COLSB / 4];
-    uint32_t acc[TILE_MAX_ROWS][TILE_MAX_COLSB / 4];
-    for (int r = 0; r < TILE_MAX_ROWS; r++)
-        for (int i = 0; i < TILE_MAX_COLSB; i++) {
-            const uint8_t x = tiles.data[a][r][i];
-            wa[r][i] = a_signed ? (uint32_t)(int8_t)x : x;
-            bt[4 * r + i % 4][i / 4] = (uint32_t)(int8_t)tiles.data[b][r][i];
-        }
-    memcpy(acc, tiles.data[c], sizeof acc);
-    dp_int8_rows(acc, wa, bt, rows, quads);
-    for (int m = 0; m < rows; m++)
-        memcpy(tiles.data[c][m], acc[m], (size_t)cols * sizeof *acc[m]);
+    dp_int8_rows(tiles.data[c], tiles.data[a], tiles.data[b], a_signed, tiles.cfg.rows[c],
+                 tiles.cfg.colsb[c] / 4, tiles.cfg.colsb[a] / 4);
 }
 
 void tile_emu_dpbssd(int c, int a, int b)
