@@ -111,6 +111,15 @@ static void check_product(int c, int a, int b)
  * inlined) and made the amx-emulated tests of a sanitizer build take
  * minutes. */
 #define EMULATION_LOOP __attribute__((no_sanitize("address", "undefined")))
+/* The same for a loop compiled again for a wider instruction set where the
+ * CPU has it. clang refuses target_clones beside no_sanitize: there the
+ * clones stay and the sanitizers with them (the only sanitized clang build
+ * is the fuzz tree, where the emulation's speed does not matter). */
+#if defined(__clang__)
+#define EMULATION_CLONED_LOOP(...) __attribute__((target_clones(__VA_ARGS__)))
+#else
+#define EMULATION_CLONED_LOOP(...) EMULATION_LOOP __attribute__((target_clones(__VA_ARGS__)))
+#endif
 
 EMULATION_LOOP static float bits_f32(uint32_t u)
 {
@@ -140,10 +149,11 @@ EMULATION_LOOP static inline float flush(float x)
  * widened to f32 once. Compiled again for FMA where the CPU has it (the
  * emulation runs every test of the amx-emulated tier; fmaf's call would
  * dominate). */
-EMULATION_LOOP __attribute__((target_clones("fma", "default"))) static void
-dpbf16ps_rows(uint8_t c[TILE_MAX_ROWS][TILE_MAX_COLSB],
-              const uint8_t a[TILE_MAX_ROWS][TILE_MAX_COLSB],
-              const uint8_t b[TILE_MAX_ROWS][TILE_MAX_COLSB], int rows, int cols, int pairs)
+EMULATION_CLONED_LOOP("fma", "default")
+static void dpbf16ps_rows(uint8_t c[TILE_MAX_ROWS][TILE_MAX_COLSB],
+                          const uint8_t a[TILE_MAX_ROWS][TILE_MAX_COLSB],
+                          const uint8_t b[TILE_MAX_ROWS][TILE_MAX_COLSB], int rows, int cols,
+                          int pairs)
 {
     float fa[TILE_MAX_ROWS][TILE_MAX_COLSB / 2], fb[TILE_MAX_ROWS][TILE_MAX_COLSB / 2];
     float fc[TILE_MAX_ROWS][TILE_MAX_COLSB / 4];
@@ -179,9 +189,11 @@ void tile_emu_dpbf16ps(int c, int a, int b)
  * not stored back). The sums wrap in 32 bits, which makes their order
  * immaterial. Compiled again for AVX2 where the CPU has it (the emulation
  * runs every test of the amx-emulated tier). */
-EMULATION_LOOP __attribute__((target_clones("avx2", "default"))) static void dp_int8_rows(
-    uint8_t c[TILE_MAX_ROWS][TILE_MAX_COLSB], const uint8_t a[TILE_MAX_ROWS][TILE_MAX_COLSB],
-    const uint8_t b[TILE_MAX_ROWS][TILE_MAX_COLSB], bool a_signed, int rows, int cols, int quads)
+EMULATION_CLONED_LOOP("avx2", "default")
+static void dp_int8_rows(uint8_t c[TILE_MAX_ROWS][TILE_MAX_COLSB],
+                         const uint8_t a[TILE_MAX_ROWS][TILE_MAX_COLSB],
+                         const uint8_t b[TILE_MAX_ROWS][TILE_MAX_COLSB], bool a_signed, int rows,
+                         int cols, int quads)
 {
     uint32_t wa[TILE_MAX_ROWS][TILE_MAX_COLSB], bt[TILE_MAX_COLSB][TILE_MAX_COLSB / 4];
     uint32_t acc[TILE_MAX_ROWS][TILE_MAX_COLSB / 4];
