@@ -474,8 +474,7 @@ static lms_status open_socket(const char *address, const char *flag, http_listen
     struct sockaddr_storage bound;
     socklen_t len = sizeof bound;
     if (getsockname(l->listen_fd, (struct sockaddr *)&bound, &len) == 0)
-        l->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
-                                                    : ((struct sockaddr_in *)&bound)->sin_port);
+        l->port = listen_addr_port((struct sockaddr *)&bound);
     return LMS_OK;
 }
 

@@ -34,7 +34,7 @@ lms_status listen_addr_resolve(const char *listen, const char *flag, struct addr
     return LMS_OK;
 }
 
-static int port_of(const struct sockaddr *sa)
+int listen_addr_port(const struct sockaddr *sa)
 {
     return ntohs(sa->sa_family == AF_INET6 ? ((const struct sockaddr_in6 *)sa)->sin6_port
                                            : ((const struct sockaddr_in *)sa)->sin_port);
@@ -48,7 +48,7 @@ lms_status listen_addr_probe(const char *listen, const char *flag, int *port, in
     *port = -1;
     *errnum = 0;
     if (listen_addr_resolve(listen, flag, &ai, &ignored) != LMS_OK) return LMS_OK;
-    *port = port_of(ai->ai_addr);
+    *port = listen_addr_port(ai->ai_addr);
     int one = 1;
     int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||

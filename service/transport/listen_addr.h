@@ -16,6 +16,9 @@
 lms_status listen_addr_resolve(const char *listen, const char *flag, struct addrinfo **out,
                                lms_error *err);
 
+/* The port of an IPv4 or IPv6 socket address, in host order. */
+int listen_addr_port(const struct sockaddr *sa);
+
 /* Binds a socket to listen's address (SO_REUSEADDR, as the listeners do)
  * and closes it. *port is the port asked for (-1: listen is no HOST:PORT,
  * or does not resolve: nothing was tried, and LMS_OK). Fails with
