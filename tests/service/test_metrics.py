@@ -11,7 +11,7 @@ import os
 import signal
 import socket
 import subprocess
-import threading
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -453,27 +453,38 @@ def scrape_seconds(url, timeout=2):
         return None
 
 
-def slowloris(port, source, n, stop, interval=1.0):
-    """n connections from source that send a request one header line per
-    interval and never finish it, reconnecting when dropped, until stop."""
-    socks = [None] * n
-    while not stop.is_set():
-        for i in range(n):
-            try:
-                if socks[i] is None:
-                    socks[i] = socket.create_connection(("127.0.0.1", port), timeout=2,
-                                                        source_address=(source, 0))
-                    socks[i].sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
-                else:
-                    socks[i].sendall(b"X-Slow: 1\r\n")
-            except OSError:
-                if socks[i] is not None:
-                    socks[i].close()
-                socks[i] = None
-        stop.wait(interval)
-    for s in socks:
-        if s is not None:
-            s.close()
+# n connections from SOURCE that send a request one header line per
+# INTERVAL and never finish it, reconnecting when dropped, until stdin
+# closes. A process of its own: as a thread of the test it would share
+# the interpreter's lock with the scraper, which then sat between its
+# connect and its request for as long as a burst of reconnections took,
+# a scrape slower than any real client's.
+SLOWLORIS = r"""
+import select, socket, sys
+port, source, n, interval = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+socks = [None] * n
+while True:
+    for i in range(n):
+        try:
+            if socks[i] is None:
+                socks[i] = socket.create_connection(("127.0.0.1", port), timeout=2,
+                                                    source_address=(source, 0))
+                socks[i].sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+            else:
+                socks[i].sendall(b"X-Slow: 1\r\n")
+        except OSError:
+            if socks[i] is not None:
+                socks[i].close()
+            socks[i] = None
+    if select.select([sys.stdin], [], [], interval)[0]:
+        break
+"""
+
+
+def slowloris(port, source, n, interval=1.0):
+    """The attack of SLOWLORIS, running until its stdin is closed."""
+    return subprocess.Popen([sys.executable, "-c", SLOWLORIS, str(port), source, str(n),
+                             str(interval)], stdin=subprocess.PIPE)
 
 
 def test_metrics_survive_slow_and_idle_clients():
@@ -489,15 +500,13 @@ def test_metrics_survive_slow_and_idle_clients():
     with Daemon("--metrics-listen", "127.0.0.1:0") as d:
         metrics = Metrics(d)
         port = int(metrics.url.rsplit(":", 1)[1].split("/")[0])
-        stop = threading.Event()
-        attack = threading.Thread(target=slowloris, args=(port, "127.0.0.1", 24, stop))
-        attack.start()
+        attack = slowloris(port, "127.0.0.1", 24)
         try:
             time.sleep(1)
             during = [scrape_seconds(metrics.url) for _ in range(12) if not time.sleep(0.5)]
         finally:
-            stop.set()
-            attack.join()
+            attack.stdin.close()
+            attack.wait(timeout=30)
         # one may be pushed out: a scrape whose request libmicrohttpd has not
         # parsed yet when eight of the attacker's reconnections arrive is the
         # peer's oldest reading connection by then
