@@ -183,8 +183,8 @@ typedef void matmul_block_fn(const struct compute_tier *tier, const lms_weights 
  * micro-kernels (matmul.c). */
 matmul_block_fn matmul_panels;
 
-/* BF16 matrices and Q8 ones of signed codes on AMX tiles, the others
- * through matmul_panels: on the instructions (kernels_amx.c) or on their
+/* BF16 and Q8 matrices (every Q8 layout) on AMX tiles, the others through
+ * matmul_panels: on the instructions (kernels_amx.c) or on their
  * emulation (kernels_amx_emulated.c). */
 matmul_block_fn matmul_amx, matmul_amx_emulated;
 

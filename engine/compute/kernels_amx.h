@@ -1,6 +1,6 @@
 /*
  * kernels_amx.h — the amx tiers' projections on tiles, of BF16 weights
- * (bf16 tiles) and of Q8 weights with full-range codes (int8 tiles),
+ * (bf16 tiles) and of Q8 weights of every layout (int8 tiles),
  * written once against the tile layer (tile.h) and included by
  * kernels_amx.c (the instructions) and kernels_amx_emulated.c (the
  * emulation), so that the kernel the hardware runs is the one every CPU
@@ -20,20 +20,33 @@
  * C1 += A'·B1 (tdpbf16ps); then y = C, or y = y + C. So every
  * element is kernels.h's bf16 sequence.
  *
- * Q8 (layout.signed_codes: Q8_0, and float weights quantised at load; the
- * tier's q8_signed). A block of a panel is 8 groups of 4 k values × 32
- * columns (weights.h), signed bytes: its columns 0-15 and 16-31 are two
- * B tiles of 8 quad rows × 64 bytes, read in place (rows 128 bytes
- * apart). x's codes (matmul_input.codes, as the tier's quantiser wrote
- * them) are A, 16 rows × 32 bytes, read in place (rows one row's blocks
- * apart). Per 16 rows of x and panel, per block of 32 k values in order:
- * C0, C1 = A·B0, A·B1 from zero (tdpbssd: exact integer sums), and with
- * two codes per value C2, C3 = A'·B0, A'·B1 for the lo codes, d = 128 ·
- * hi sum + lo sum (exact: |d| < 2^27); then per element acc = fma((float)
- * d, D · scale_x, acc) in f32 (as ggml's AMX kernels scale each block);
- * then y = acc, or y = y + acc. That is kernels.h's Q8 sequence, the one
- * every vector tier computes: on the amx tiers int8 gives the vector
- * tiers' bits.
+ * Q8, every layout (weights.h): every GGUF block type and float weights
+ * quantised at load. A block of a panel is 8 groups of 4 k values × 32
+ * columns, one byte each: the code as a signed byte for full-range codes
+ * (layout.signed_codes: Q8_0 and float weights, the tier's q8_signed),
+ * else code + bias as an unsigned byte, the type's small bias (Q4_0 8,
+ * Q5_0 16, Q6_K 32, Q4_1, Q5_1, Q4_K and Q5_K 0). The bytes are B in
+ * place, as ggml's AMX kernels use a block type's quants: columns 0-15
+ * and 16-31 are two B tiles of quad rows × 64 bytes (rows 128 bytes
+ * apart), 8 quad rows for a block, or 4 for a half block of 16 k values
+ * where the matrix has a sub-scale per half (Q6_K). x's codes
+ * (matmul_input.codes, as the tier's quantiser wrote them) are A, 16 rows
+ * × 32 (16) bytes, read in place (rows one row's blocks apart). Per 16
+ * rows of x and panel, per block of 32 k values in order, per half in
+ * order where there are two: C0, C1 = A·B0, A·B1 from zero, and with two
+ * codes per value (int8x2) C2, C3 = A'·B0, A'·B1 for the lo codes —
+ * tdpbssd for signed bytes, tdpbsud (A's bytes signed, B's unsigned) for
+ * biased ones, exact integer sums; d = hi sum, or 128 · hi sum + lo sum,
+ * less bias × x's code sum over those k values (matmul_input.comp): the
+ * exact Σ code_w · code_x (|d| < 2^27); then per element, in f32 as
+ * ggml's AMX kernels scale each block, acc = fma((float) d, s · scale_x,
+ * acc) with s = D · sc (sc = 1 without sub-scales); after the block,
+ * where the matrix has offsets, acc = fma(M · m, sum_x, acc); then y =
+ * acc, or y = y + acc. That is kernels.h's Q8 sequence, the one every
+ * vector tier computes (the same integer sums, the same f32 operations in
+ * the same order): in int8 and int8x2 the amx tiers give the vector
+ * tiers' bits in every Q8 layout (tests/unit/test_matmul.c checks each
+ * block type against kernels.h's sequence on every tier).
  *
  * Each element depends on its row and column alone. The last rows of x
  * (and for BF16 the last chunk of k) are loaded from a zero-padded copy:
@@ -62,27 +75,27 @@
 #define AMX_C3 7
 
 enum {
-    AMX_ROWS = 16,                /* rows of x per tile */
-    AMX_K = 32,                   /* bf16 values of k per A row: 16 pairs */
-    AMX_HALF = 16,                /* columns per C and B tile */
-    AMX_BYTES = 64,               /* bytes per tile row */
-    AMX_QUADS = LMS_Q8_BLOCK / 4, /* Q8: B rows per block */
+    AMX_ROWS = 16,  /* rows of x per tile */
+    AMX_K = 32,     /* bf16 values of k per A row: 16 pairs */
+    AMX_HALF = 16,  /* columns per C and B tile */
+    AMX_BYTES = 64, /* bytes per tile row */
 };
 
 lms_panel_at_fn amx_bf16_at;
 
-/* BF16: every tile 16 rows × 64 bytes. Q8: A and A' 16 rows × one block
- * of codes, B 8 quad rows × 64 bytes, C 16 × 16 int32. */
-static inline void amx_configure(bool q8)
+/* BF16 (q8_step 0): every tile 16 rows × 64 bytes. Q8: A and A' 16 rows ×
+ * q8_step codes (amx_q8_step), B q8_step / 4 quad rows × 64 bytes, C 16 ×
+ * 16 int32. */
+static inline void amx_configure(int32_t q8_step)
 {
     tile_config cfg = {.palette = 1};
-    for (int t = AMX_C0; t <= (q8 ? AMX_C3 : AMX_A2); t++) {
+    for (int t = AMX_C0; t <= (q8_step ? AMX_C3 : AMX_A2); t++) {
         cfg.rows[t] = AMX_ROWS;
         cfg.colsb[t] = AMX_BYTES;
     }
-    if (q8) {
-        cfg.colsb[AMX_A] = cfg.colsb[AMX_A2] = LMS_Q8_BLOCK;
-        cfg.rows[AMX_B0] = cfg.rows[AMX_B1] = AMX_QUADS;
+    if (q8_step) {
+        cfg.colsb[AMX_A] = cfg.colsb[AMX_A2] = (uint16_t)q8_step;
+        cfg.rows[AMX_B0] = cfg.rows[AMX_B1] = (uint8_t)(q8_step / 4);
     }
     tile_configure(&cfg);
 }
@@ -142,7 +155,7 @@ static inline void amx_bf16_block(const lms_weights *w, const matmul_input *in, 
     const int32_t k = w->k, chunks = kernel_bf16_stride(k) / AMX_K;
     uint16_t a_tail[2][AMX_ROWS][AMX_K], b_tail[2][AMX_K / 2][2 * AMX_HALF];
     float c[AMX_ROWS][LMS_PANEL];
-    amx_configure(false);
+    amx_configure(0);
     for (int32_t r = r0; r < r1; r += AMX_ROWS) {
         const int32_t n_rows = r1 - r < AMX_ROWS ? r1 - r : AMX_ROWS;
         for (int32_t col = c0; col < c1; col += LMS_PANEL) {
@@ -173,36 +186,100 @@ static inline void amx_bf16_block(const lms_weights *w, const matmul_input *in, 
     tile_release();
 }
 
-/* A for rows [r, r + 16) of x's codes (codes per value), block b, the hi
- * (lo = 0) or the lo codes (lo = 1): in place (a row's blocks one after
- * the other, each its hi then its lo codes: kernels.h q8_act_row), or,
- * past x's last row, a copy with zero rows; *stride in bytes. */
+/* Q8: k values per tile product: a block, or a half block where the
+ * matrix has a sub-scale per half (Q6_K). */
+static inline int32_t amx_q8_step(const lms_weights *w)
+{
+    return w->layout.halves == 2 ? LMS_Q8_BLOCK / 2 : LMS_Q8_BLOCK;
+}
+
+/* A for rows [r, r + 16) of x's codes (codes per value), the step bytes
+ * from k value first of block b, the hi (lo = 0) or the lo codes (lo =
+ * 1): in place (a row's blocks one after the other, each its hi then its
+ * lo codes: kernels.h q8_act_row), or, past x's last row, a copy with
+ * zero rows; *stride in bytes. */
 static inline const int8_t *amx_q8_a(const matmul_input *in, int32_t blocks, int codes, int32_t r,
-                                     int32_t b, int lo, int8_t tail[AMX_ROWS][LMS_Q8_BLOCK],
-                                     size_t *stride)
+                                     int32_t b, int32_t first, int32_t step, int lo,
+                                     int8_t tail[AMX_ROWS][LMS_Q8_BLOCK], size_t *stride)
 {
     const size_t row_bytes = (size_t)blocks * 2 * LMS_Q8_BLOCK; /* matmul.c's scratch */
-    const int8_t *a = in->codes + (size_t)r * row_bytes + ((size_t)b * codes + lo) * LMS_Q8_BLOCK;
+    const int8_t *a =
+        in->codes + (size_t)r * row_bytes + ((size_t)b * codes + lo) * LMS_Q8_BLOCK + first;
     *stride = row_bytes;
     if (r + AMX_ROWS <= in->rows) return a;
     memset(tail, 0, AMX_ROWS * sizeof *tail);
     for (int32_t i = 0; i < in->rows - r; i++)
-        memcpy(tail[i], a + (size_t)i * row_bytes, sizeof *tail);
+        memcpy(tail[i], a + (size_t)i * row_bytes, (size_t)step);
     *stride = sizeof *tail;
     return tail[0];
 }
 
-/* Rows [r0, r1) × columns [c0, c1) of y = x·Wᵀ for a Q8 matrix of signed
- * codes (the block function's contract, kernels.h). */
+/* hi[i][j] (and with two codes per value lo[i][j]): the exact sums of x's
+ * hi (lo) codes times the weights' bytes over the step k values from
+ * first of block b, rows [r, r + 16), the panel's 32 columns (block: the
+ * block's bytes). The bytes are B in place, loaded once: quads of k values
+ * per dword as the panel keeps them, columns 0-15 and 16-31 two tiles 128
+ * bytes a row apart. Signed codes by tdpbssd; code + bias by tdpbsud (x's
+ * codes signed in A, the bytes unsigned in B). */
+static inline void amx_q8_sums(const lms_weights *w, const matmul_input *in, const uint8_t *block,
+                               int32_t r, int32_t b, int32_t first,
+                               int8_t tail[2][AMX_ROWS][LMS_Q8_BLOCK],
+                               int32_t hi[AMX_ROWS][LMS_PANEL], int32_t lo[AMX_ROWS][LMS_PANEL])
+{
+    const int32_t step = amx_q8_step(w), blocks = lms_weights_blocks(w), codes = w->x_codes;
+    const size_t b_stride = 4 * LMS_PANEL;
+    const uint8_t *b0 = block + (size_t)(first / 4) * b_stride;
+    size_t sa, sa2;
+    const int8_t *a = amx_q8_a(in, blocks, codes, r, b, first, step, 0, tail[0], &sa);
+    tile_load(AMX_B0, b0, b_stride);
+    tile_load(AMX_B1, b0 + 4 * AMX_HALF, b_stride);
+    tile_load(AMX_A, a, sa);
+    tile_zero(AMX_C0);
+    tile_zero(AMX_C1);
+    if (codes == 2) {
+        const int8_t *a2 = amx_q8_a(in, blocks, codes, r, b, first, step, 1, tail[1], &sa2);
+        tile_load(AMX_A2, a2, sa2);
+        tile_zero(AMX_C2);
+        tile_zero(AMX_C3);
+    }
+    /* tile numbers are constants of the instructions: each product spelt out */
+    if (w->layout.signed_codes) {
+        tile_dpbssd(AMX_C0, AMX_A, AMX_B0);
+        tile_dpbssd(AMX_C1, AMX_A, AMX_B1);
+        if (codes == 2) {
+            tile_dpbssd(AMX_C2, AMX_A2, AMX_B0);
+            tile_dpbssd(AMX_C3, AMX_A2, AMX_B1);
+        }
+    } else {
+        tile_dpbsud(AMX_C0, AMX_A, AMX_B0);
+        tile_dpbsud(AMX_C1, AMX_A, AMX_B1);
+        if (codes == 2) {
+            tile_dpbsud(AMX_C2, AMX_A2, AMX_B0);
+            tile_dpbsud(AMX_C3, AMX_A2, AMX_B1);
+        }
+    }
+    tile_store(AMX_C0, hi[0], sizeof hi[0]);
+    tile_store(AMX_C1, hi[0] + AMX_HALF, sizeof hi[0]);
+    if (codes == 2) {
+        tile_store(AMX_C2, lo[0], sizeof lo[0]);
+        tile_store(AMX_C3, lo[0] + AMX_HALF, sizeof lo[0]);
+    }
+}
+
+/* Rows [r0, r1) × columns [c0, c1) of y = x·Wᵀ for a Q8 matrix of any
+ * layout (the block function's contract, kernels.h): per block, and per
+ * half where the matrix has a sub-scale per half, the tile sums less bias
+ * × x's code sum, then kernels.h's f32 steps. */
 static inline void amx_q8_block(const lms_weights *w, const matmul_input *in, int32_t r0,
                                 int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,
                                 kernel_mode mode)
 {
-    const int32_t blocks = lms_weights_blocks(w), codes = w->x_codes;
+    const int32_t blocks = lms_weights_blocks(w), groups = lms_weights_groups(w);
+    const int32_t codes = w->x_codes, step = amx_q8_step(w), bias = w->layout.bias;
     int8_t a_tail[2][AMX_ROWS][LMS_Q8_BLOCK];
     int32_t hi[AMX_ROWS][LMS_PANEL], lo[AMX_ROWS][LMS_PANEL];
-    float acc[AMX_ROWS][LMS_PANEL];
-    amx_configure(true);
+    float acc[AMX_ROWS][LMS_PANEL], s[LMS_PANEL];
+    amx_configure(step);
     for (int32_t r = r0; r < r1; r += AMX_ROWS) {
         const int32_t n_rows = r1 - r < AMX_ROWS ? r1 - r : AMX_ROWS;
         for (int32_t col = c0; col < c1; col += LMS_PANEL) {
@@ -210,36 +287,43 @@ static inline void amx_q8_block(const lms_weights *w, const matmul_input *in, in
             memset(acc, 0, sizeof acc);
             for (int32_t b = 0; b < blocks; b++) {
                 const size_t pb = p * (size_t)blocks + (size_t)b;
-                const uint8_t *block = w->q8 + pb * LMS_Q8_BLOCK * LMS_PANEL;
-                const size_t b_stride = 4 * LMS_PANEL;
-                size_t sa, sa2;
-                const int8_t *a = amx_q8_a(in, blocks, codes, r, b, 0, a_tail[0], &sa);
-                tile_zero(AMX_C0);
-                tile_zero(AMX_C1);
-                tile_load(AMX_A, a, sa);
-                tile_load(AMX_B0, block, b_stride);
-                tile_load(AMX_B1, block + 4 * AMX_HALF, b_stride);
-                tile_dpbssd(AMX_C0, AMX_A, AMX_B0);
-                tile_dpbssd(AMX_C1, AMX_A, AMX_B1);
-                tile_store(AMX_C0, hi[0], sizeof hi[0]);
-                tile_store(AMX_C1, hi[0] + AMX_HALF, sizeof hi[0]);
-                if (codes == 2) {
-                    tile_zero(AMX_C2);
-                    tile_zero(AMX_C3);
-                    const int8_t *a2 = amx_q8_a(in, blocks, codes, r, b, 1, a_tail[1], &sa2);
-                    tile_load(AMX_A2, a2, sa2);
-                    tile_dpbssd(AMX_C2, AMX_A2, AMX_B0);
-                    tile_dpbssd(AMX_C3, AMX_A2, AMX_B1);
-                    tile_store(AMX_C2, lo[0], sizeof lo[0]);
-                    tile_store(AMX_C3, lo[0] + AMX_HALF, sizeof lo[0]);
-                }
-                const uint16_t *d = w->scale16 + pb * LMS_PANEL; /* one group per block */
-                for (int32_t i = 0; i < n_rows; i++) {
-                    const float sx = in->scales[(size_t)(r + i) * blocks + b];
-                    for (int32_t j = 0; j < LMS_PANEL; j++) {
-                        const int32_t sum = codes == 2 ? 128 * hi[i][j] + lo[i][j] : hi[i][j];
-                        acc[i][j] = fmaf((float)sum, lms_f16_to_f32(d[j]) * sx, acc[i][j]);
+                const size_t pg = p * (size_t)groups + (size_t)(b / w->layout.group_blocks);
+                const uint16_t *d = w->scale16 + pg * LMS_PANEL;
+                for (int32_t first = 0; first < LMS_Q8_BLOCK; first += step) {
+                    const int32_t h = first / step;
+                    amx_q8_sums(w, in, w->q8 + pb * LMS_Q8_BLOCK * LMS_PANEL, r, b, first, a_tail,
+                                hi, lo);
+                    /* s = D · sc, exact */
+                    const int8_t *sc =
+                        w->sub_scale
+                            ? w->sub_scale + (pb * (size_t)w->layout.halves + h) * LMS_PANEL
+                            : NULL;
+                    for (int32_t j = 0; j < LMS_PANEL; j++)
+                        s[j] = sc ? lms_f16_to_f32(d[j]) * (float)sc[j] : lms_f16_to_f32(d[j]);
+                    for (int32_t i = 0; i < n_rows; i++) {
+                        const size_t xb = (size_t)(r + i) * blocks + (size_t)b;
+                        /* x's code sum over these k values, times bias: the bias's share */
+                        const int32_t *comp = in->comp + 2 * xb;
+                        const int32_t biased =
+                            bias * (step == LMS_Q8_BLOCK ? comp[0] + comp[1] : comp[h]);
+                        const float sx = in->scales[xb];
+                        for (int32_t j = 0; j < LMS_PANEL; j++) {
+                            const int32_t sum =
+                                (codes == 2 ? 128 * hi[i][j] + lo[i][j] : hi[i][j]) - biased;
+                            acc[i][j] = fmaf((float)sum, s[j] * sx, acc[i][j]);
+                        }
                     }
+                }
+                if (!w->offset16) continue;
+                /* o = M · m, exact */
+                const uint16_t *m = w->offset16 + pg * LMS_PANEL;
+                const int8_t *mo = w->sub_offset ? w->sub_offset + pb * LMS_PANEL : NULL;
+                for (int32_t j = 0; j < LMS_PANEL; j++)
+                    s[j] = mo ? lms_f16_to_f32(m[j]) * (float)mo[j] : lms_f16_to_f32(m[j]);
+                for (int32_t i = 0; i < n_rows; i++) {
+                    const float sum_x = in->sums[(size_t)(r + i) * blocks + b];
+                    for (int32_t j = 0; j < LMS_PANEL; j++)
+                        acc[i][j] = fmaf(s[j], sum_x, acc[i][j]);
                 }
             }
             amx_put(acc, n_rows, c1 - col < LMS_PANEL ? c1 - col : LMS_PANEL,
@@ -249,9 +333,8 @@ static inline void amx_q8_block(const lms_weights *w, const matmul_input *in, in
     tile_release();
 }
 
-/* The tier's block function: BF16 matrices and Q8 ones of signed codes on
- * tiles, the other formats through the tier's vector kernels
- * (matmul_panels). */
+/* The tier's block function: BF16 and Q8 matrices on tiles, F32 and F16
+ * ones through the tier's vector kernels (matmul_panels). */
 #define DEFINE_AMX_BLOCK(name)                                                                     \
     void name(const struct compute_tier *tier, const lms_weights *w, const matmul_input *in,       \
               int32_t r0, int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,                \
@@ -259,7 +342,7 @@ static inline void amx_q8_block(const lms_weights *w, const matmul_input *in, in
     {                                                                                              \
         if (w->format == LMS_WEIGHTS_BF16)                                                         \
             amx_bf16_block(w, in, r0, r1, c0, c1, y, ldy, mode);                                   \
-        else if (w->format == LMS_WEIGHTS_Q8 && w->layout.signed_codes)                            \
+        else if (w->format == LMS_WEIGHTS_Q8)                                                      \
             amx_q8_block(w, in, r0, r1, c0, c1, y, ldy, mode);                                     \
         else                                                                                       \
             matmul_panels(tier, w, in, r0, r1, c0, c1, y, ldy, mode);                              \

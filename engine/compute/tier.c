@@ -83,10 +83,10 @@ static const compute_tier AMX_EMULATED = {
 };
 
 /* AMX (Sapphire Rapids on): BF16 projections on bf16 tiles, x as two bf16
- * values, and Q8 ones of full-range codes (Q8_0, float weights at int8)
- * on int8 tiles (kernels_amx.h). Still on the AVX-512 VNNI kernels: F16
- * matrices (kept exact: tdpbf16ps would round them to bf16), f32 ones, the
- * other ggml block types (offsets, sub-scales: no tile kernel yet) and
+ * values, and Q8 ones on int8 tiles, every GGUF block type and float
+ * weights at int8 (kernels_amx.h: tdpbssd for full-range codes, tdpbsud
+ * for the small-bias ones). Still on the AVX-512 VNNI kernels: F16
+ * matrices (kept exact: tdpbf16ps would round them to bf16), f32 ones and
  * attention. Offered once Linux grants the tile state and its kernel
  * matched amx-emulated at start-up. */
 static const compute_tier AMX = {

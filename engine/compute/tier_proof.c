@@ -1,15 +1,19 @@
 /*
  * tier_proof.c — the start-up self-check of a matrix-engine tier (tier.h
  * compute_tier_proves): before the tier is offered, its block function
- * multiplies a small fixed problem and must give, bit for bit, what its
+ * multiplies small fixed problems and must give, bit for bit, what its
  * reference tier gives (the amx tier: the emulation of the SDM's
  * pseudo-code, which defines tdpbf16ps' result exactly — the order of the
- * fused multiply-adds, RNE, DAZ, FTZ — and tdpbssd's as exact integer
- * sums, which the kernel then scales in a fixed order of f32 operations;
- * so a CPU that computes them as the SDM says matches to the bit; one that
- * does not, or a kernel that misuses them, is caught here rather than in a
- * score). Every product the tier runs on its tiles is checked: BF16, and
- * Q8 of signed codes with x in one and in two codes per value. A fault
+ * fused multiply-adds, RNE, DAZ, FTZ — and tdpbssd's and tdpbsud's as
+ * exact integer sums, which the kernel then scales in a fixed order of f32
+ * operations; so a CPU that computes them as the SDM says matches to the
+ * bit; one that does not, or a kernel that misuses them, is caught here
+ * rather than in a score). Every kind of product the tier runs on its
+ * tiles is checked, x in one and in two codes per value for Q8: BF16; Q8
+ * of signed codes (float weights quantised as Q8_0: tdpbssd); Q6_K
+ * (codes + 32 as unsigned bytes: tdpbsud, a tile product per half block
+ * of 16 k values, D per super-block, a sub-scale per half); Q4_K (bias 0:
+ * tdpbsud, sub-scales per block, offsets and sub-offsets). A fault
  * (SIGILL, SIGSEGV: a tile instruction the OS did not enable) counts as a
  * failure.
  */
@@ -18,6 +22,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -28,11 +33,13 @@
 
 bool compute_tier_force_mismatch;
 
-/* The problem: x 19 × 75 (a partial group of 16 rows, a partial chunk or
+/* The problems: x 19 × 75 (a partial group of 16 rows, a partial chunk or
  * block of 32 k values, an odd k), W 40 × 75 (a partial panel) in bf16 and
  * quantised as Q8_0, values of both signs over 2^-8 .. 2^8 with a few
- * denormals and zeros. */
-enum { ROWS = 19, K = 75, N = 40 };
+ * denormals and zeros; and x 19 × 256, W 40 × 256 (one super-block) as
+ * ggml block types: random bytes (every code, sub-scale and sub-offset)
+ * with D (and dmin) from the same values as f16. */
+enum { ROWS = 19, K = 75, N = 40, K_BLOCKS = 256 };
 
 static float value(uint32_t *seed)
 {
@@ -71,19 +78,19 @@ static bool run_guarded(const compute_tier *t, const lms_weights *w, const matmu
     return !sig;
 }
 
-/* t and its reference on one matrix, stored as type and held in format
- * as t keeps it, with x in x_codes codes for Q8: the same bits, else false
- * and why. */
+/* t and its reference on one N × k matrix, stored as type and held in
+ * format as t keeps it, with x (ROWS × k) in x_codes codes for Q8: the
+ * same bits, else false and why. */
 static bool proves_on(const compute_tier *t, lms_dtype type, const void *stored,
-                      lms_weights_format format, int32_t x_codes, const float *x, matmul_scratch *s,
-                      char *why, size_t why_size)
+                      lms_weights_format format, int32_t k, int32_t x_codes, const float *x,
+                      matmul_scratch *s, char *why, size_t why_size)
 {
     const compute_tier *ref = t->proven_against;
     float y[ROWS * N], want[ROWS * N];
     lms_weights w;
     void *buffer = NULL;
     lms_error err = {0};
-    bool ok = lms_weights_alloc(&w, type, format, N, K, &buffer, &err) == LMS_OK;
+    bool ok = lms_weights_alloc(&w, type, format, N, k, &buffer, &err) == LMS_OK;
     if (ok) {
         compute_tier_own_layout(t, &w);
         w.x_codes = x_codes;
@@ -102,10 +109,11 @@ static bool proves_on(const compute_tier *t, lms_dtype type, const void *stored,
         for (int i = 0; ok && i < ROWS * N; i++)
             if (memcmp(&y[i], &want[i], sizeof y[i])) {
                 snprintf(why, why_size,
-                         "%s's self-check differs from %s at [%d][%d] of %s (x in %d codes): %a, "
-                         "not %a",
-                         t->name, ref->name, i / N, i % N, lms_weights_format_name(format),
-                         (int)x_codes, (double)y[i], (double)want[i]);
+                         "%s's self-check differs from %s at [%d][%d] of %s as %s (x in %d "
+                         "codes): %a, not %a",
+                         t->name, ref->name, i / N, i % N, lms_dtype_name(type),
+                         lms_weights_format_name(format), (int)x_codes, (double)y[i],
+                         (double)want[i]);
                 ok = false;
             }
     }
@@ -113,28 +121,89 @@ static bool proves_on(const compute_tier *t, lms_dtype type, const void *stored,
     return ok;
 }
 
+/* The ggml block types the check multiplies, and where each block keeps
+ * its f16 D and dmin (-1: none). */
+static const struct {
+    lms_dtype type;
+    int d, dmin;
+} BLOCK_TYPES[] = {{LMS_DTYPE_Q6_K, 208, -1}, {LMS_DTYPE_Q4_K, 0, 2}};
+#define N_BLOCK_TYPES (sizeof BLOCK_TYPES / sizeof *BLOCK_TYPES)
+
+/* N × K_BLOCKS values of BLOCK_TYPES[i]: a buffer to free, or NULL. */
+static unsigned char *block_problem(size_t i)
+{
+    const size_t bytes = lms_dtype_block_bytes(BLOCK_TYPES[i].type);
+    const size_t blocks = (size_t)N * K_BLOCKS / lms_dtype_block_elements(BLOCK_TYPES[i].type);
+    unsigned char *out = malloc(blocks * bytes);
+    uint32_t seed = 29 + (uint32_t)i;
+    for (size_t b = 0; out && b < blocks; b++) {
+        unsigned char *block = out + b * bytes;
+        for (size_t j = 0; j < bytes; j++) {
+            seed = seed * 1664525u + 1013904223u;
+            block[j] = (unsigned char)(seed >> 24);
+        }
+        const int fields[2] = {BLOCK_TYPES[i].d, BLOCK_TYPES[i].dmin};
+        for (int f = 0; f < 2; f++) {
+            if (fields[f] < 0) continue;
+            const uint16_t h = lms_f32_to_f16(value(&seed));
+            memcpy(block + fields[f], &h, sizeof h);
+        }
+    }
+    return out;
+}
+
+/* The problems' inputs (heap: tens of kilobytes). */
+typedef struct {
+    uint16_t bf16[N * K];
+    float f32[N * K], x[ROWS * K], x_blocks[ROWS * K_BLOCKS];
+} problem;
+
+/* t against its reference on the block types, x in codes codes. */
+static bool proves_on_blocks(const compute_tier *t, const problem *p, int32_t codes,
+                             matmul_scratch *s, char *why, size_t why_size)
+{
+    bool ok = true;
+    for (size_t i = 0; ok && i < N_BLOCK_TYPES; i++) {
+        unsigned char *blocks = block_problem(i);
+        if (!blocks) {
+            snprintf(why, why_size, "%s: no memory for its self-check", t->name);
+            return false;
+        }
+        ok = proves_on(t, BLOCK_TYPES[i].type, blocks, LMS_WEIGHTS_Q8, K_BLOCKS, codes, p->x_blocks,
+                       s, why, why_size);
+        free(blocks);
+    }
+    return ok;
+}
+
 bool compute_tier_proves(const compute_tier *t, char *why, size_t why_size)
 {
     if (!t->proven_against) return true;
-    uint32_t seed = 28;
-    uint16_t bf16[N * K];
-    float f32[N * K], x[ROWS * K];
-    for (int i = 0; i < N * K; i++) {
-        f32[i] = value(&seed);
-        bf16[i] = lms_f32_to_bf16(f32[i]);
-    }
-    for (int i = 0; i < ROWS * K; i++)
-        x[i] = value(&seed);
-    matmul_scratch *s = matmul_scratch_create(ROWS, K);
-    if (!s) {
+    problem *p = malloc(sizeof *p);
+    matmul_scratch *s = matmul_scratch_create(ROWS, K_BLOCKS);
+    if (!p || !s) {
+        free(p);
+        matmul_scratch_free(s);
         snprintf(why, why_size, "%s: no memory for its self-check", t->name);
         return false;
     }
-    /* bf16 tiles; int8 tiles on the f32 values quantised as Q8_0, x in one
-     * code per value and in two */
-    const bool ok = proves_on(t, LMS_DTYPE_BF16, bf16, LMS_WEIGHTS_BF16, 1, x, s, why, why_size) &&
-                    proves_on(t, LMS_DTYPE_F32, f32, LMS_WEIGHTS_Q8, 1, x, s, why, why_size) &&
-                    proves_on(t, LMS_DTYPE_F32, f32, LMS_WEIGHTS_Q8, 2, x, s, why, why_size);
+    uint32_t seed = 28;
+    for (int i = 0; i < N * K; i++) {
+        p->f32[i] = value(&seed);
+        p->bf16[i] = lms_f32_to_bf16(p->f32[i]);
+    }
+    for (int i = 0; i < ROWS * K; i++)
+        p->x[i] = value(&seed);
+    for (int i = 0; i < ROWS * K_BLOCKS; i++)
+        p->x_blocks[i] = value(&seed);
+    /* bf16 tiles; int8 tiles on the f32 values quantised as Q8_0 and on
+     * the block types, x in one code per value, then in two */
+    bool ok = proves_on(t, LMS_DTYPE_BF16, p->bf16, LMS_WEIGHTS_BF16, K, 1, p->x, s, why, why_size);
+    for (int32_t codes = 1; ok && codes <= 2; codes++)
+        ok =
+            proves_on(t, LMS_DTYPE_F32, p->f32, LMS_WEIGHTS_Q8, K, codes, p->x, s, why, why_size) &&
+            proves_on_blocks(t, p, codes, s, why, why_size);
     matmul_scratch_free(s);
+    free(p);
     return ok;
 }

@@ -1,12 +1,12 @@
 /*
  * tile.h — the AMX tile layer the matrix-engine kernels are written
  * against: configure (palette 1), load, store, zero, release, and the dot
- * products tdpbf16ps (bf16 pairs into f32), tdpbssd and tdpbusd (int8
- * quads into int32). A file that defines TILE_INTRINSICS before including
- * it (compiled with -mamx-tile -mamx-bf16 -mamx-int8) gets the
- * instructions; any other gets tile_emulated.c, plain C that follows the
- * instruction set reference's pseudo-code, so that the same kernel runs,
- * and is tested, on every CPU.
+ * products tdpbf16ps (bf16 pairs into f32), tdpbssd, tdpbsud and tdpbusd
+ * (int8 quads into int32: the first letter of each pair says whether A's
+ * bytes are signed or unsigned, the second B's). A file that defines TILE_INTRINSICS before
+ * including it (compiled with -mamx-tile -mamx-bf16 -mamx-int8) gets the instructions; any other
+ * gets tile_emulated.c, plain C that follows the instruction set reference's pseudo-code, so that
+ * the same kernel runs, and is tested, on every CPU.
  *
  * Tile numbers are constants (the instructions encode them). B of a dot
  * product holds k in pairs (bf16) or quads (int8) per dword: row r, dword
@@ -55,6 +55,7 @@ typedef struct {
 #define tile_zero(t)                _tile_zero(t)
 #define tile_dpbf16ps(c, a, b)      _tile_dpbf16ps(c, a, b)
 #define tile_dpbssd(c, a, b)        _tile_dpbssd(c, a, b)
+#define tile_dpbsud(c, a, b)        _tile_dpbsud(c, a, b)
 #define tile_dpbusd(c, a, b)        _tile_dpbusd(c, a, b)
 #else
 #include <stddef.h>
@@ -69,6 +70,7 @@ void tile_emu_store(int t, void *base, size_t stride);
 void tile_emu_zero(int t);
 void tile_emu_dpbf16ps(int c, int a, int b);
 void tile_emu_dpbssd(int c, int a, int b);
+void tile_emu_dpbsud(int c, int a, int b);
 void tile_emu_dpbusd(int c, int a, int b);
 
 #define tile_configure(cfg)         tile_emu_configure(cfg)
@@ -78,6 +80,7 @@ void tile_emu_dpbusd(int c, int a, int b);
 #define tile_zero(t)                tile_emu_zero(t)
 #define tile_dpbf16ps(c, a, b)      tile_emu_dpbf16ps(c, a, b)
 #define tile_dpbssd(c, a, b)        tile_emu_dpbssd(c, a, b)
+#define tile_dpbsud(c, a, b)        tile_emu_dpbsud(c, a, b)
 #define tile_dpbusd(c, a, b)        tile_emu_dpbusd(c, a, b)
 #endif
 

@@ -1,7 +1,7 @@
 /*
  * tile_emulated.c — the tile layer (tile.h) in plain C: eight tile
  * registers per thread and the instructions as the Intel SDM's pseudo-code
- * (vol. 2, TDPBF16PS, TDPBSSD/TDPBUSD; LDTILECFG, TILELOADD, TILESTORED,
+ * (vol. 2, TDPBF16PS, TDPBSSD/TDPBSUD/TDPBUSD; LDTILECFG, TILELOADD, TILESTORED,
  * TILEZERO) defines them, so that a kernel written against tile.h computes
  * here exactly what it computes on AMX.
  *
@@ -20,9 +20,12 @@
  * the instruction's. Whether a given CPU computes exactly this is what the
  * start-up self-check (tier.c) verifies before the amx tier is offered.
  *
- * TDPBSSD/TDPBUSD: per row m, column n, C[m][n] += Σ over k of the four
- * byte products of A's dword k (signed, or unsigned for BUSD) and B's row
- * k dword n (signed), in 32 bits with wrap-around (no saturation).
+ * TDPBSSD/TDPBSUD/TDPBUSD: per row m, column n, C[m][n] += Σ over k of
+ * the four byte products of A's dword k and B's row k dword n (DPBD), in
+ * 32 bits with wrap-around (no saturation); each byte sign-extended or
+ * zero-extended as the mnemonic's letters say, A's first (tsrc1, the
+ * instruction's second operand), B's second (tsrc2): SSD both signed, SUD
+ * A signed and B unsigned, USD A unsigned and B signed.
  */
 #include "tile.h"
 
@@ -182,25 +185,26 @@ void tile_emu_dpbf16ps(int c, int a, int b)
                   tiles.cfg.colsb[c] / 4, tiles.cfg.colsb[a] / 4);
 }
 
-/* The SDM's loop for one TDPBSSD/TDPBUSD over a, b and c's tile bytes: A
- * widened to int32 and B widened and transposed (bt[4k + i][n] = B[k][4n +
- * i]), held unsigned (the products and sums mod 2^32 are the signed
- * ones'), then all 16 columns summed (those past C's width are zeros and
- * not stored back). The sums wrap in 32 bits, which makes their order
- * immaterial. Compiled again for AVX2 where the CPU has it (the emulation
- * runs every test of the amx-emulated tier). */
+/* The SDM's loop for one TDPBSSD/TDPBSUD/TDPBUSD over a, b and c's tile
+ * bytes: A widened to int32 and B widened and transposed (bt[4k + i][n] =
+ * B[k][4n + i]), each sign- or zero-extended, held unsigned (the products
+ * and sums mod 2^32 are the signed ones'), then all 16 columns summed
+ * (those past C's width are zeros and not stored back). The sums wrap in
+ * 32 bits, which makes their order immaterial. Compiled again for AVX2
+ * where the CPU has it (the emulation runs every test of the amx-emulated
+ * tier). */
 EMULATION_CLONED_LOOP("avx2", "default")
 static void dp_int8_rows(uint8_t c[TILE_MAX_ROWS][TILE_MAX_COLSB],
                          const uint8_t a[TILE_MAX_ROWS][TILE_MAX_COLSB],
-                         const uint8_t b[TILE_MAX_ROWS][TILE_MAX_COLSB], bool a_signed, int rows,
-                         int cols, int quads)
+                         const uint8_t b[TILE_MAX_ROWS][TILE_MAX_COLSB], bool a_signed,
+                         bool b_signed, int rows, int cols, int quads)
 {
     uint32_t wa[TILE_MAX_ROWS][TILE_MAX_COLSB], bt[TILE_MAX_COLSB][TILE_MAX_COLSB / 4];
     uint32_t acc[TILE_MAX_ROWS][TILE_MAX_COLSB / 4];
     for (int r = 0; r < TILE_MAX_ROWS; r++)
         for (int i = 0; i < TILE_MAX_COLSB; i++) {
             wa[r][i] = a_signed ? (uint32_t)(int8_t)a[r][i] : a[r][i];
-            bt[4 * r + i % 4][i / 4] = (uint32_t)(int8_t)b[r][i];
+            bt[4 * r + i % 4][i / 4] = b_signed ? (uint32_t)(int8_t)b[r][i] : b[r][i];
         }
     memcpy(acc, c, sizeof acc);
     for (int m = 0; m < rows; m++)
@@ -211,20 +215,24 @@ static void dp_int8_rows(uint8_t c[TILE_MAX_ROWS][TILE_MAX_COLSB],
         memcpy(c[m], acc[m], (size_t)cols * sizeof *acc[m]);
 }
 
-/* TDPBSSD (a signed) and TDPBUSD (a unsigned); b signed. */
-static void dp_int8(int c, int a, int b, bool a_signed)
+static void dp_int8(int c, int a, int b, bool a_signed, bool b_signed)
 {
     check_product(c, a, b);
-    dp_int8_rows(tiles.data[c], tiles.data[a], tiles.data[b], a_signed, tiles.cfg.rows[c],
+    dp_int8_rows(tiles.data[c], tiles.data[a], tiles.data[b], a_signed, b_signed, tiles.cfg.rows[c],
                  tiles.cfg.colsb[c] / 4, tiles.cfg.colsb[a] / 4);
 }
 
 void tile_emu_dpbssd(int c, int a, int b)
 {
-    dp_int8(c, a, b, true);
+    dp_int8(c, a, b, true, true);
+}
+
+void tile_emu_dpbsud(int c, int a, int b)
+{
+    dp_int8(c, a, b, true, false);
 }
 
 void tile_emu_dpbusd(int c, int a, int b)
 {
-    dp_int8(c, a, b, false);
+    dp_int8(c, a, b, false, true);
 }

@@ -118,9 +118,10 @@ static int n_tiers;
 
 /* Store and accumulate, 1..40 rows, on every tier: the exact reference;
  * and each row alone equals the row inside the batch. The matrices: each
- * 16-bit format and Q8 from floats (k = 70), and Q8 from block types with
- * every Q8 layout (k = 512: whole super-blocks); an odd k for bf16 (the
- * amx tiers' unpaired last k value). */
+ * 16-bit format and Q8 from floats (k = 70), and Q8 from every ggml block
+ * type (k = 512: whole super-blocks): every Q8 layout, each bias (on the
+ * amx tiers tdpbssd for the full-range codes, tdpbsud for the others);
+ * an odd k for bf16 (the amx tiers' unpaired last k value). */
 static void test_kernels_are_the_reference(void **state)
 {
     (void)state;
@@ -133,8 +134,9 @@ static void test_kernels_are_the_reference(void **state)
         {LMS_DTYPE_F16, LMS_WEIGHTS_F16, 70},   {LMS_DTYPE_F32, LMS_WEIGHTS_BF16, 70},
         {LMS_DTYPE_BF16, LMS_WEIGHTS_BF16, 33}, {LMS_DTYPE_F32, LMS_WEIGHTS_Q8, 70},
         {LMS_DTYPE_Q4_0, LMS_WEIGHTS_Q8, 512},  {LMS_DTYPE_Q4_1, LMS_WEIGHTS_Q8, 512},
-        {LMS_DTYPE_Q4_K, LMS_WEIGHTS_Q8, 512},  {LMS_DTYPE_Q6_K, LMS_WEIGHTS_Q8, 512},
-        {LMS_DTYPE_Q8_0, LMS_WEIGHTS_Q8, 512},
+        {LMS_DTYPE_Q5_0, LMS_WEIGHTS_Q8, 512},  {LMS_DTYPE_Q5_1, LMS_WEIGHTS_Q8, 512},
+        {LMS_DTYPE_Q4_K, LMS_WEIGHTS_Q8, 512},  {LMS_DTYPE_Q5_K, LMS_WEIGHTS_Q8, 512},
+        {LMS_DTYPE_Q6_K, LMS_WEIGHTS_Q8, 512},  {LMS_DTYPE_Q8_0, LMS_WEIGHTS_Q8, 512},
     };
     const int32_t n = 77, max_k = 512, max_rows = 40;
     uint64_t seed = 11;

@@ -127,17 +127,20 @@ static void test_fault_drops_the_tier(void **state)
     probe.block = find("amx-emulated")->block;
 }
 
-/* amx-emulated's kernels, but the int8 tiles' result of the given number
- * of x codes one ulp off in one element: a CPU whose tdpbssd, or a kernel
- * whose scaling, differs only there. */
+/* amx-emulated's kernels, but the int8 tiles' result one ulp off in one
+ * element for Q8 matrices of the given number of x codes, of signed codes
+ * or of biased ones (a small bias, or 0 with offsets): a CPU whose
+ * tdpbssd or tdpbsud, or a kernel whose scaling, differs only there. */
 static int32_t off_codes;
+static bool off_signed;
 
 static void int8_off_block(const compute_tier *tier, const lms_weights *w, const matmul_input *in,
                            int32_t r0, int32_t r1, int32_t c0, int32_t c1, float *y, size_t ldy,
                            kernel_mode mode)
 {
     find("amx-emulated")->block(tier, w, in, r0, r1, c0, c1, y, ldy, mode);
-    if (w->format == LMS_WEIGHTS_Q8 && w->x_codes == off_codes)
+    if (w->format == LMS_WEIGHTS_Q8 && w->x_codes == off_codes &&
+        w->layout.signed_codes == off_signed)
         y[ldy + 1] = nextafterf(y[ldy + 1], 1e30f);
 }
 
@@ -145,12 +148,21 @@ static void test_int8_mismatch_drops_the_tier(void **state)
 {
     (void)state;
     probe.block = int8_off_block;
-    off_codes = 1;
-    select_auto(find("avx2"),
-                "probe's self-check differs from amx-emulated at [1][1] of q8 (x in 1");
-    off_codes = 2;
-    select_auto(find("avx2"),
-                "probe's self-check differs from amx-emulated at [1][1] of q8 (x in 2");
+    const struct {
+        int32_t codes;
+        bool signed_codes;
+        const char *why;
+    } cases[] = {
+        {1, true, "differs from amx-emulated at [1][1] of f32 as q8 (x in 1"},
+        {2, true, "differs from amx-emulated at [1][1] of f32 as q8 (x in 2"},
+        {1, false, "differs from amx-emulated at [1][1] of q6_K as q8 (x in 1"},
+        {2, false, "differs from amx-emulated at [1][1] of q6_K as q8 (x in 2"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        off_codes = cases[i].codes;
+        off_signed = cases[i].signed_codes;
+        select_auto(find("avx2"), cases[i].why);
+    }
     probe.block = find("amx-emulated")->block;
     select_auto(&probe, NULL);
 }

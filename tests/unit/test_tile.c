@@ -155,8 +155,9 @@ static void test_bf16_denormals_and_rounding(void **state)
     assert_true(dot1(1, a, b, 2) == 1.0f + 0x1p-22f);
 }
 
-/* Quads: C += Σ of four byte products per dword, signed or unsigned A,
- * 32-bit wrap-around. */
+/* Quads: C += Σ of four byte products per dword, A and B each signed or
+ * unsigned as the mnemonic says (tdpbssd, tdpbusd, tdpbsud), 32-bit
+ * wrap-around. */
 static void test_int8_quads(void **state)
 {
     (void)state;
@@ -176,6 +177,10 @@ static void test_int8_quads(void **state)
     tile_dpbusd(C, A, B); /* a as unsigned: 255, 2, 253, 4 */
     tile_store(C, &out, 4);
     assert_int_equal(out, 255 * 5 - 12 + 253 * 7 - 32);
+    tile_zero(C);
+    tile_dpbsud(C, A, B); /* b as unsigned: 5, 250, 7, 248 */
+    tile_store(C, &out, 4);
+    assert_int_equal(out, -5 + 2 * 250 - 21 + 4 * 248);
     c = INT32_MAX;
     const int8_t one[4] = {1, 0, 0, 0};
     tile_load(C, &c, 4);
