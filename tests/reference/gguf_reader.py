@@ -6,8 +6,10 @@ of the same bytes. Tensors come back as float64 numpy arrays in the PyTorch
 layout: GGUF lists dimensions fastest-first (ne[0] is the row length), so a
 tensor with ne = [in, out] is returned with shape (out, in).
 
-Supported tensor types: F32, F16, BF16 and Q8_0 (blocks of 32 int8 with one
-f16 scale each). Anything else raises, as does any inconsistency in the file.
+Supported tensor types: F32, F16, BF16, Q8_0 (blocks of 32 int8 with one
+f16 scale each) and Q4_0 (blocks of 32 4-bit codes less 8, one f16 scale:
+byte j holds value j in its low nibble and value j + 16 in its high one).
+Anything else raises, as does any inconsistency in the file.
 """
 
 import struct
@@ -37,11 +39,16 @@ _TYPE_ARRAY = 9
 # ggml tensor types read here (ggml.h values).
 GGML_F32 = 0
 GGML_F16 = 1
+GGML_Q4_0 = 2
 GGML_Q8_0 = 8
 GGML_BF16 = 30
-GGML_TYPE_NAMES = {GGML_F32: "F32", GGML_F16: "F16", GGML_Q8_0: "Q8_0", GGML_BF16: "BF16"}
-Q8_0_BLOCK = 32
-_Q8_0_DTYPE = np.dtype([("d", "<f2"), ("qs", "i1", (Q8_0_BLOCK,))])
+GGML_TYPE_NAMES = {GGML_F32: "F32", GGML_F16: "F16", GGML_Q4_0: "Q4_0", GGML_Q8_0: "Q8_0",
+                   GGML_BF16: "BF16"}
+Q8_0_BLOCK = 32  # values per block, Q8_0 and Q4_0
+_BLOCK_DTYPES = {
+    GGML_Q8_0: np.dtype([("d", "<f2"), ("qs", "i1", (Q8_0_BLOCK,))]),
+    GGML_Q4_0: np.dtype([("d", "<f2"), ("qs", "u1", (Q8_0_BLOCK // 2,))]),
+}
 
 
 class GGUFError(ValueError):
@@ -130,10 +137,11 @@ class TensorInfo:
             return 4 * n
         if self.ggml_type in (GGML_F16, GGML_BF16):
             return 2 * n
-        if self.ggml_type == GGML_Q8_0:
+        if self.ggml_type in _BLOCK_DTYPES:
             if self.dims[0] % Q8_0_BLOCK:
-                raise GGUFError(f"{self.name}: Q8_0 row length {self.dims[0]} not a multiple of 32")
-            return n // Q8_0_BLOCK * _Q8_0_DTYPE.itemsize
+                raise GGUFError(f"{self.name}: {GGML_TYPE_NAMES[self.ggml_type]} row length "
+                                f"{self.dims[0]} not a multiple of 32")
+            return n // Q8_0_BLOCK * _BLOCK_DTYPES[self.ggml_type].itemsize
         raise GGUFError(f"{self.name}: unsupported ggml type {self.ggml_type}")
 
 
@@ -196,8 +204,12 @@ class GGUFFile:
         elif info.ggml_type == GGML_BF16:
             flat = bf16_to_float64(np.frombuffer(raw, dtype="<u2"))
         elif info.ggml_type == GGML_Q8_0:
-            blocks = np.frombuffer(raw, dtype=_Q8_0_DTYPE)
+            blocks = np.frombuffer(raw, dtype=_BLOCK_DTYPES[GGML_Q8_0])
             flat = (blocks["d"].astype(np.float64)[:, None] * blocks["qs"].astype(np.float64)).ravel()
+        elif info.ggml_type == GGML_Q4_0:
+            blocks = np.frombuffer(raw, dtype=_BLOCK_DTYPES[GGML_Q4_0])
+            codes = np.concatenate([blocks["qs"] & 0xF, blocks["qs"] >> 4], axis=1)
+            flat = (blocks["d"].astype(np.float64)[:, None] * (codes.astype(np.float64) - 8)).ravel()
         else:
             raise GGUFError(f"{name}: unsupported ggml type {info.ggml_type}")
         return flat.reshape(info.shape)

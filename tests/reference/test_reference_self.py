@@ -162,6 +162,16 @@ def test_q8_0_block_decoding(tmp_path):
     np.testing.assert_array_equal(got[0], np.round(row / d) * d)
 
 
+def test_q4_0_block_decoding(tmp_path):
+    # One 32-wide row whose largest |x| is -8: d = 1, codes 0..15 = x + 8,
+    # read back as d · (code - 8), each value from its own nibble.
+    row = np.concatenate([np.arange(-8, 8), np.arange(7, -9, -1)]).astype(np.float32)
+    block = tc.quantize_q4_0(row)
+    assert len(block) == 18 and block[2] == (0 | (15 << 4))
+    tc.write_gguf(tmp_path / "q.gguf", {"general.architecture": "x"}, {"w": row[None, :]}, 2)
+    np.testing.assert_array_equal(GGUFFile(tmp_path / "q.gguf").tensor("w")[0], row)
+
+
 def test_bf16_and_f16_safetensors(tmp_path):
     x = np.array([[1.0, -2.5, 3.140625, 65504.0]], dtype=np.float32)
     tc.write_safetensors(tmp_path / "b.safetensors", {"x": x}, "BF16")

@@ -182,6 +182,21 @@ def quantize_q8_0(x):
     return bytes(out)
 
 
+def quantize_q4_0(x):
+    """ggml's Q4_0: per 32 values, the one of largest |x| is m, d = m / -8
+    (stored f16), q = min(15, trunc(x / d + 8.5)); byte j holds q[j] in its
+    low nibble and q[j + 16] in its high one."""
+    blocks = x.astype(np.float32).reshape(-1, 32)
+    m = blocks[np.arange(len(blocks)), np.abs(blocks).argmax(axis=1)]
+    d = (m / -8.0).astype(np.float32)
+    inv = np.where(d == 0, 0.0, 1.0 / np.where(d == 0, 1.0, d)).astype(np.float32)
+    q = np.minimum(15, np.trunc(blocks * inv[:, None] + 8.5)).astype(np.uint8)
+    out = bytearray()
+    for di, qi in zip(d.astype(np.float16), q):
+        out += di.tobytes() + (qi[:16] | (qi[16:] << 4)).astype(np.uint8).tobytes()
+    return bytes(out)
+
+
 def _encode(x, ggml_type):
     if ggml_type == 0:
         return x.astype("<f4").tobytes()
@@ -191,6 +206,8 @@ def _encode(x, ggml_type):
         return (x.astype("<f4").view("<u4") >> 16).astype("<u2").tobytes()
     if ggml_type == 8:
         return quantize_q8_0(x)
+    if ggml_type == 2:
+        return quantize_q4_0(x)
     raise ValueError(ggml_type)
 
 
