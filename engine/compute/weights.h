@@ -20,8 +20,9 @@
  *         Q4_1, Q5_1, Q4_K, Q5_K; 8 for Q4_0, 16 for Q5_0, 32 for Q6_K).
  *         A tier may keep the full-range codes as signed bytes instead
  *         (layout.signed_codes, bias 0: the amx tiers' tdpbssd reads a
- *         block's 8 groups × 16 columns as a B tile in place); only that
- *         tier's own kernels read such a matrix.
+ *         block's 8 groups × 16 columns as a B tile in place, as their
+ *         tdpbsud reads the small-bias bytes); only that tier's own
+ *         kernels read such a matrix.
  *         Element value = code · s, or code · s + o rounded
  *         once to f32 when the matrix has offsets (code · s is exact), with
  *         s and o exact products of two stored numbers:

@@ -284,12 +284,20 @@ static void test_many_products_equal_single_calls(void **state)
 /* The tile grid follows the thread count (matmul.c); a row's result does
  * not: q, k and v of a 600-row batch, and a down projection accumulated,
  * at 1, 2, 3 and 16 threads, give the same bits in every format the tier
- * multiplies. */
+ * multiplies, and for Q8 from floats and from block types with a sub-scale
+ * per half (Q6_K) and with offsets (Q4_1). */
 static void test_grid_does_not_change_a_row(void **state)
 {
     (void)state;
     enum { ROWS = 600, K = 256, N = 160 };
-    const lms_weights_format formats[] = {LMS_WEIGHTS_F32, LMS_WEIGHTS_BF16, LMS_WEIGHTS_Q8};
+    const struct {
+        lms_dtype type;
+        lms_weights_format format;
+    } cases[] = {
+        {LMS_DTYPE_F32, LMS_WEIGHTS_F32}, {LMS_DTYPE_F32, LMS_WEIGHTS_BF16},
+        {LMS_DTYPE_F32, LMS_WEIGHTS_Q8},  {LMS_DTYPE_Q6_K, LMS_WEIGHTS_Q8},
+        {LMS_DTYPE_Q4_1, LMS_WEIGHTS_Q8},
+    };
     const int threads[] = {1, 2, 3, 16};
     uint64_t seed = 23;
     float *v = malloc((size_t)N * K * sizeof *v), *x = malloc((size_t)ROWS * K * sizeof *x);
@@ -301,14 +309,17 @@ static void test_grid_does_not_change_a_row(void **state)
         v[i] = uniform(&seed);
     for (size_t i = 0; i < (size_t)ROWS * K; i++)
         x[i] = uniform(&seed);
-    unsigned char *src = store(LMS_DTYPE_F32, v, N, K);
     const int saved = omp_get_max_threads();
-    for (int ti = 0; ti < n_tiers; ti++)
-        for (size_t f = 0; f < sizeof formats / sizeof *formats; f++) {
-            if (!compute_tier_multiplies(tiers[ti].tier, formats[f])) continue;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const lms_dtype type = cases[c].type;
+        unsigned char *src = lms_dtype_block_elements(type) > 1
+                                 ? random_blocks(type, N, K, 41 + c, false)
+                                 : store(type, v, N, K);
+        for (int ti = 0; ti < n_tiers; ti++) {
+            if (!compute_tier_multiplies(tiers[ti].tier, cases[c].format)) continue;
             void *buffer;
             const lms_weights w =
-                pack_for(tiers[ti].tier, LMS_DTYPE_F32, src, formats[f], N, K, &buffer);
+                pack_for(tiers[ti].tier, type, src, cases[c].format, N, K, &buffer);
             for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
                 omp_set_num_threads(threads[t]);
                 float *out = t ? y : first;
@@ -317,14 +328,16 @@ static void test_grid_does_not_change_a_row(void **state)
                 const matmul_product p[] = {{&w, out, KERNEL_ACCUMULATE}};
                 matmul_many(&tiers[ti], p, 1, x, ROWS, s);
                 if (t && memcmp(first, y, (size_t)ROWS * N * sizeof *y))
-                    fail_msg("%s on %s: %d threads differ from one",
-                             lms_weights_format_name(formats[f]), tiers[ti].tier->name, threads[t]);
+                    fail_msg("%s as %s on %s: %d threads differ from one", lms_dtype_name(type),
+                             lms_weights_format_name(cases[c].format), tiers[ti].tier->name,
+                             threads[t]);
             }
             lms_free(buffer);
         }
+        free(src);
+    }
     omp_set_num_threads(saved);
     matmul_scratch_free(s);
-    free(src);
     free(v);
     free(x);
     free(first);
