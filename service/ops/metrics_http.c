@@ -1,12 +1,12 @@
 /*
- * metrics_http.c — the /metrics endpoint: libmicrohttpd on its own port and
- * threads (behind http_listener's limits), answering GET (and HEAD) /metrics
+ * metrics_http.c — the /metrics endpoint: an http_listener on its own port
+ * and thread, answering GET (and HEAD) /metrics
  * with the exposition, OpenMetrics when the scraper's Accept header asks for
  * it, one request per connection. Nothing else is served.
  */
 #include "metrics_http.h"
 
-#include <microhttpd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,49 +18,60 @@ struct metrics_http {
     service *svc;
 };
 
-static enum MHD_Result respond_text(struct MHD_Connection *conn, unsigned status, const char *body)
+static void answer_text(http_request *rq, unsigned status, const char *body)
 {
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
-    if (!r) return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
-    enum MHD_Result ret = MHD_queue_response(conn, status, r);
-    MHD_destroy_response(r);
-    return ret;
+    const http_answer a = {.status = status,
+                           .body = body,
+                           .body_len = strlen(body),
+                           .headers = status == 405 ? "Allow: GET, HEAD\r\n" : NULL,
+                           .close = true,
+                           .head_only = strcmp(rq->method, "HEAD") == 0};
+    http_request_answer(rq, &a);
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version, const char *upload_data,
-                                  size_t *upload_data_size, void **req_cls)
+/* Every request is answered from its head: a body is not read (the
+ * connection closes after the answer). */
+static void *on_begin(void *cls, http_request *rq)
 {
     metrics_http *m = cls;
-    (void)version;
-    (void)upload_data;
-    (void)upload_data_size;
-    (void)req_cls;
-    if (strcmp(url, "/metrics") != 0) return respond_text(conn, MHD_HTTP_NOT_FOUND, "not found\n");
-    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-        return respond_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
-
-    const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
-    bool openmetrics = accept && strstr(accept, "application/openmetrics-text");
+    bool head = strcmp(rq->method, "HEAD") == 0;
+    if (strcmp(rq->path, "/metrics") != 0) {
+        answer_text(rq, 404, "not found\n");
+        return m;
+    }
+    if (!head && strcmp(rq->method, "GET") != 0) {
+        answer_text(rq, 405, "only GET and HEAD\n");
+        return m;
+    }
+    size_t accept_len = 0;
+    const char *accept = http1_field_value(rq->parsed, rq->head, "accept", &accept_len);
+    bool openmetrics = accept && memmem(accept, accept_len, "application/openmetrics-text",
+                                        sizeof "application/openmetrics-text" - 1);
     size_t len = 0;
     char *body = exposition_render(m->svc, openmetrics, &len);
-    if (!body) return respond_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-    if (!r) {
-        free(body);
-        return MHD_NO;
+    if (!body) {
+        answer_text(rq, 500, "out of memory\n");
+        return m;
     }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            openmetrics ? EXPOSITION_OPENMETRICS_TYPE : EXPOSITION_TEXT_TYPE);
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
-    MHD_destroy_response(r);
-    return ret;
+    const http_answer a = {.status = 200,
+                           .content_type =
+                               openmetrics ? EXPOSITION_OPENMETRICS_TYPE : EXPOSITION_TEXT_TYPE,
+                           .body = body,
+                           .body_len = len,
+                           .close = true,
+                           .head_only = head};
+    http_request_answer(rq, &a);
+    free(body);
+    return m;
+}
+
+/* A request the parser refused, as text like every answer here. */
+static void on_refused(void *cls, const http1_error *e, http_answer *out, char *buf, size_t cap)
+{
+    (void)cls;
+    int n = snprintf(buf, cap, "%s\n", e->message);
+    *out = (http_answer){
+        .status = e->status, .body = buf, .body_len = n > 0 && (size_t)n < cap ? (size_t)n : 0};
 }
 
 lms_status metrics_http_start(const char *listen, service *svc, metrics_http **out, lms_error *err)
@@ -72,17 +83,18 @@ lms_status metrics_http_start(const char *listen, service *svc, metrics_http **o
      * scrape takes milliseconds; the limits leave them room whatever else
      * connects, and a scrape still gets its whole deadline under Prometheus'
      * default 10 s scrape timeout. */
-    const http_listener_options opt = {.address = listen,
-                                       .flag = "metrics-listen",
-                                       .name = "HTTP server",
-                                       .limits = {.max_connections = 64,
-                                                  .max_per_peer = 8,
-                                                  .header_ms = 5000,
-                                                  .body_min_rate = 1024,
-                                                  .lifetime_ms = 5000},
-                                       .threads = 1,
-                                       .handler = on_request,
-                                       .cls = m};
+    const http_listener_options opt = {
+        .address = listen,
+        .flag = "metrics-listen",
+        .limits = {.max_connections = 64,
+                   .max_per_peer = 8,
+                   .header_ms = 5000,
+                   .body_min_rate = 1024,
+                   .lifetime_ms = 5000},
+        .parse_limits = {.max_target = 8 << 10, .max_fields_bytes = 16 << 10},
+        .threads = 1,
+        .handler = {.begin = on_begin, .refused = on_refused},
+        .cls = m};
     lms_status st = http_listener_start(&opt, &m->listener, err);
     if (st != LMS_OK) {
         free(m);

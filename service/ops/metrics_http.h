@@ -1,6 +1,6 @@
 /*
  * metrics_http.h — the Prometheus scrape endpoint (GET /metrics) on its own
- * address (--metrics-listen), served by libmicrohttpd on its own thread.
+ * address (--metrics-listen), served by an http_listener of its own thread.
  */
 #ifndef LMSCORED_METRICS_HTTP_H
 #define LMSCORED_METRICS_HTTP_H

@@ -1,48 +1,64 @@
 /*
- * http_listener.c — libmicrohttpd behind an acceptor of our own (see
- * http_listener.h): connection limits, refusal instead of a listen queue,
- * deadlines, and the watch on suspended connections.
+ * http_listener.c — the HTTP/1.1 server behind the HTTP API and /metrics
+ * (see http_listener.h): an acceptor thread (connection limits, refusal
+ * instead of a listen queue, deadlines) and a few connection threads, each
+ * an epoll loop over the connections it was given.
  *
- * Each connection's slot follows its request through phases (headers,
- * body, waiting, answering), moved along by wrappers of the handler and
- * the completed callback, which run on libmicrohttpd's threads; the phase
- * gives the deadline the acceptor's sweep enforces and whether the
- * connection may be closed for a new one. A waiting (suspended)
- * connection's socket is in the acceptor's poll set for its client's
- * hang-up; on_hangup runs on the acceptor outside mu, marked firing, so
- * that the handler's next call (which ends the watch) waits for it.
+ * Ownership. A connection (conn) belongs to one connection thread, which
+ * alone reads, writes and frees it. Its slot in the listener's table,
+ * under mu, is what the acceptor sees: the phase of its request (which
+ * gives the deadline its sweep enforces, and whether the connection may be
+ * closed for a new one) and its socket, which the acceptor shuts down past
+ * a deadline or for eviction; the thread then sees the socket end and
+ * closes the connection. The slot is released under mu before the socket
+ * is closed, so the acceptor never shuts a number that names another
+ * socket. The one thing another thread does to a connection is answer its
+ * request (http_request_answer, from the engine's threads): the answer is
+ * left in the request, under its own mutex, and the connection queued to
+ * its thread (an eventfd wakes it); once its connection has closed, a
+ * request takes no answer, so a late one is dropped, never queued for a
+ * connection that is gone.
  *
- * The acceptor keeps a dup of every socket it hands to libmicrohttpd: the
- * deadline shuts the socket down through that dup, which stays open (and so
- * names the same socket) until libmicrohttpd reports the connection closed.
- * Sockets are told apart by inode, not descriptor number: libmicrohttpd
- * closes a connection it cannot take (its own limit, which counts closed
- * connections until its thread cleans them up; no memory) without a word,
- * and the number is then reused. The sweep finds those by the inode the
- * number names now and releases their slots, so that no dup keeps a socket
- * the peer closed open (CLOSE-WAIT) and no slot is held for ever.
+ * A connection steps through states: HEAD (reading a request's head, or
+ * idle), BODY (its body), WAIT (the answer is awaited: the socket is
+ * watched for EPOLLRDHUP only, so a pipelined request is not read and a
+ * hang-up is seen), SEND (an answer, or a 100 Continue, going out) and
+ * LINGER (after an answer that closes the connection: the write side is
+ * shut and what the client still sends is read and dropped until it
+ * closes, so that unread bytes do not make the kernel reset the connection
+ * before the client has read its answer).
+ *
+ * TLS is OpenSSL's (tls.c builds the context): the daemon already links
+ * it to check the PEM files, its nonblocking SSL_accept/SSL_read/SSL_write
+ * report WANT_READ or WANT_WRITE, which map onto the epoll interest, and
+ * no new package is needed (GnuTLS would be one more library for the same
+ * work).
  */
 #include "http_listener.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "listen_addr.h"
-#include "mhd_log.h"
+#include "tls.h"
 
 /* How often the acceptor looks for connections past their deadline: the
  * deadlines hold to this. */
@@ -51,51 +67,110 @@
 /* On stop, how long the answers ready or about to be (their calls have
  * ended) have to go out before every connection closes. */
 #define STOP_GRACE_MS 1000
+/* How long, and how much, a connection closing after its answer reads of
+ * what its client still sends before it closes anyway (a client that
+ * goes on sending a body refused is not read for ever). */
+#define LINGER_MS    1000
+#define LINGER_BYTES (256 << 10)
+#define READ_BYTES (16 << 10)
 
-/* Where a connection's request stands: what its deadline is, whether it
- * may be pushed out. */
 typedef enum {
     PHASE_HEADERS,   /* reading a request's line and headers, or idle between requests */
     PHASE_BODY,      /* reading its body */
-    PHASE_WAITING,   /* suspended while its work runs elsewhere: no deadline */
-    PHASE_ANSWERING, /* the handler has the whole request: its answer goes out */
+    PHASE_WAITING,   /* its answer is awaited: no deadline */
+    PHASE_ANSWERING, /* its answer goes out */
+    PHASE_CLOSING,   /* answered, closing: what the client still sends is dropped */
 } conn_phase;
 
 typedef struct {
-    bool used;  /* a connection holds the slot */
-    bool bound; /* libmicrohttpd started the connection and points at the slot */
-    bool shut;  /* shut down (deadline or eviction): closing, not counted */
-    int fd;     /* the socket as handed to libmicrohttpd */
-    int dup_fd; /* ours: the same socket until libmicrohttpd closes the connection */
-    ino_t ino;  /* the socket's inode: what fd must name while libmicrohttpd holds it */
+    bool used; /* a connection holds the slot */
+    bool shut; /* shut down (deadline or eviction): closing, not counted */
+    int fd;
     struct sockaddr_storage peer;
     int64_t accepted_ms;
     conn_phase phase;
     int64_t since_ms;   /* when the phase began */
     int64_t body_bytes; /* PHASE_BODY: received so far */
-    /* PHASE_WAITING: called once when the client hangs up */
-    void (*on_hangup)(void *);
-    void *hangup_arg;
-    bool firing; /* on_hangup is running (the acceptor, outside mu) */
 } conn_slot;
 
+typedef enum { S_HEAD, S_BODY, S_WAIT, S_SEND, S_LINGER } conn_state;
+
+typedef struct conn conn;
+typedef struct worker worker;
+
+typedef struct {
+    http_request pub;
+    conn *c;
+    void *state;          /* the handler's */
+    http1_request parsed; /* pub.parsed */
+    char *bytes;          /* the head, then method and path */
+    pthread_mutex_t mu;   /* guards what follows */
+    bool closed;          /* the connection is gone: an answer goes nowhere */
+    bool answered;        /* http_request_answer was called */
+    char *answer;         /* status line and header lines, without Connection */
+    size_t answer_len;    /* of them, then the body */
+    size_t answer_head;   /* bytes of answer before the body */
+    bool answer_close;
+} request;
+
+struct conn {
+    worker *w;
+    conn_slot *slot;
+    int fd;
+    SSL *ssl;
+    bool handshaken;
+    bool want_write; /* the last I/O that would block needs the socket writable */
+    conn_state state;
+    char *in;
+    size_t in_len, in_cap;
+    http1_head_parser hp;
+    http1_request head;
+    http1_chunked chunks;
+    uint64_t body_left; /* of a Content-Length body */
+    bool body_done;
+    request *rq;
+    char *out;
+    size_t out_len, out_off;
+    bool interim;     /* out is a 100 Continue: the body follows */
+    bool close_after; /* out is the connection's last answer */
+    bool hungup;
+    size_t dropped; /* S_LINGER: bytes read and dropped */
+    uint32_t events; /* the epoll interest, when registered */
+    bool registered;
+    bool queued; /* on its thread's posted list */
+    conn *queue_next;
+    conn *prev, *next; /* its thread's connections */
+};
+
+struct worker {
+    http_listener *l;
+    pthread_t thread;
+    bool started;
+    int ep, ev;
+    pthread_mutex_t mu; /* guards incoming, posted and stop */
+    conn *incoming;
+    conn *posted;
+    bool stop;
+    conn *conns;
+};
+
 struct http_listener {
-    struct MHD_Daemon *daemon;
     http_listener_options opt;
+    SSL_CTX *tls;
     int listen_fd;
-    int wake[2]; /* written to stop the acceptor, or to have it watch a new socket */
+    int wake[2]; /* written to stop the acceptor */
     atomic_bool stopping;
     pthread_t acceptor;
     bool acceptor_started;
     int port;
-    pthread_mutex_t mu;   /* guards slots */
-    pthread_cond_t fired; /* a slot's on_hangup returned */
-    conn_slot *slots;     /* [n_slots]: the connections counted and those closing */
+    pthread_mutex_t mu; /* guards slots */
+    conn_slot *slots;   /* [n_slots]: the connections counted and those closing */
     int n_slots;
     char *refusal; /* the whole 503 */
     size_t refusal_len;
-    struct pollfd *polled;  /* [2 + n_slots]: the acceptor's */
-    conn_slot **polled_for; /* [n_slots]: the slot of polled[2 + i] */
+    worker *workers;
+    unsigned n_workers, next_worker;
+    size_t in_max; /* a connection's read buffer: the longest head the limits allow */
 };
 
 static const char REFUSAL_TEXT[] = "too many connections\n";
@@ -106,6 +181,9 @@ static const char REFUSAL_HEAD[] = "HTTP/1.1 503 Service Unavailable\r\n"
                                    "Content-Length: %zu\r\n"
                                    "\r\n"
                                    "%s";
+static const char CONTINUE[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
+/* ---- the acceptor: slots, limits, deadlines ---- */
 
 static bool same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
@@ -123,28 +201,14 @@ static void refuse(const http_listener *l, int fd)
 {
     /* best effort: the answer fits any socket buffer, and a peer that is
      * gone gets nothing; a TLS client sees the connection close */
-    ssize_t sent =
-        l->opt.tls_cert ? 0 : send(fd, l->refusal, l->refusal_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t sent = l->tls ? 0 : send(fd, l->refusal, l->refusal_len, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)sent;
     close(fd);
 }
 
-/* The inode of the socket fd names, 0 when fd names none. */
-static ino_t socket_inode(int fd)
-{
-    struct stat st;
-    return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) ? st.st_ino : 0;
-}
-
-static void release_locked(conn_slot *s)
-{
-    close(s->dup_fd);
-    s->used = false;
-}
-
 static void shut_locked(conn_slot *s)
 {
-    shutdown(s->dup_fd, SHUT_RDWR);
+    shutdown(s->fd, SHUT_RDWR);
     s->shut = true;
 }
 
@@ -159,6 +223,8 @@ static int64_t deadline_of(const http_listener *l, const conn_slot *s)
     int64_t d = INT64_MAX;
     if (s->phase == PHASE_BODY)
         d = s->since_ms + lim->header_ms + s->body_bytes * 1000 / lim->body_min_rate;
+    else if (s->phase == PHASE_CLOSING)
+        d = s->since_ms + LINGER_MS;
     else if (s->phase != PHASE_WAITING)
         d = s->since_ms + lim->header_ms;
     if (lim->lifetime_ms && s->accepted_ms + lim->lifetime_ms < d)
@@ -166,12 +232,12 @@ static int64_t deadline_of(const http_listener *l, const conn_slot *s)
     return d;
 }
 
-/* Bytes the client sent that libmicrohttpd has not read yet: a request
- * that has arrived and is about to be parsed, not a slow one. */
+/* Bytes the client sent that are not read yet: a request that has
+ * arrived and is about to be parsed, not a slow one. */
 static bool unread_bytes(const conn_slot *s)
 {
     int n = 0;
-    return ioctl(s->dup_fd, FIONREAD, &n) == 0 && n > 0;
+    return ioctl(s->fd, FIONREAD, &n) == 0 && n > 0;
 }
 
 /* A slot for a new connection from peer, or NULL when the limits say no.
@@ -211,34 +277,52 @@ static conn_slot *take_slot_locked(http_listener *l, const struct sockaddr_stora
     return free_slot;
 }
 
-static void admit(http_listener *l, int fd, const struct sockaddr_storage *peer, socklen_t len)
+static void wake_worker(worker *w)
 {
+    uint64_t one = 1;
+    ssize_t n = write(w->ev, &one, sizeof one); /* full: a wake is pending anyway */
+    (void)n;
+}
+
+static void admit(http_listener *l, int fd, const struct sockaddr_storage *peer)
+{
+    conn *c = calloc(1, sizeof *c);
+    SSL *ssl = c && l->tls ? SSL_new(l->tls) : NULL;
+    if (!c || (l->tls && (!ssl || SSL_set_fd(ssl, fd) != 1))) {
+        SSL_free(ssl);
+        free(c);
+        ERR_clear_error();
+        refuse(l, fd);
+        return;
+    }
     pthread_mutex_lock(&l->mu);
     conn_slot *s = take_slot_locked(l, peer);
-    int dup_fd = s ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
-    ino_t ino = dup_fd >= 0 ? socket_inode(dup_fd) : 0;
-    if (dup_fd < 0 || !ino) {
-        if (dup_fd >= 0) close(dup_fd);
+    if (!s) {
         pthread_mutex_unlock(&l->mu);
+        SSL_free(ssl);
+        free(c);
         refuse(l, fd);
         return;
     }
     int64_t now = monotonic_ms();
     *s = (conn_slot){.used = true,
                      .fd = fd,
-                     .dup_fd = dup_fd,
-                     .ino = ino,
                      .peer = *peer,
                      .accepted_ms = now,
                      .phase = PHASE_HEADERS,
                      .since_ms = now};
     pthread_mutex_unlock(&l->mu);
-    if (MHD_add_connection(l->daemon, fd, (const struct sockaddr *)peer, len) == MHD_YES) return;
-    /* libmicrohttpd closed fd; a connection it started is released by its
-     * close notification */
-    pthread_mutex_lock(&l->mu);
-    if (!s->bound) release_locked(s);
-    pthread_mutex_unlock(&l->mu);
+    c->fd = fd;
+    c->slot = s;
+    c->ssl = ssl;
+    if (ssl) SSL_set_accept_state(ssl);
+    worker *w = &l->workers[l->next_worker++ % l->n_workers];
+    c->w = w;
+    pthread_mutex_lock(&w->mu);
+    c->queue_next = w->incoming;
+    w->incoming = c;
+    pthread_mutex_unlock(&w->mu);
+    wake_worker(w);
 }
 
 static void accept_pending(http_listener *l)
@@ -249,7 +333,7 @@ static void accept_pending(http_listener *l)
         int fd =
             accept4(l->listen_fd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
-            admit(l, fd, &peer, len);
+            admit(l, fd, &peer);
             continue;
         }
         if (errno == EINTR || errno == ECONNABORTED) continue;
@@ -263,197 +347,635 @@ static void accept_pending(http_listener *l)
     }
 }
 
-/* Shuts connections past their deadline, and releases the slots of those
- * libmicrohttpd closed before it started them (no notification comes for
- * those: their descriptor no longer names the socket). */
+/* Shuts the connections past their deadline. */
 static void sweep(http_listener *l)
 {
     int64_t now = monotonic_ms();
     pthread_mutex_lock(&l->mu);
     for (int i = 0; i < l->n_slots; i++) {
         conn_slot *s = &l->slots[i];
-        if (!s->used) continue;
-        if (!s->bound && socket_inode(s->fd) != s->ino)
-            release_locked(s);
-        else if (!s->shut && now >= deadline_of(l, s))
-            shut_locked(s);
+        if (s->used && !s->shut && now >= deadline_of(l, s)) shut_locked(s);
     }
     pthread_mutex_unlock(&l->mu);
-}
-
-/* The poll set: the listening socket, the wake pipe, and the sockets of
- * the waiting connections, for their clients hanging up. */
-static nfds_t poll_set(http_listener *l)
-{
-    nfds_t n = 2;
-    l->polled[0] = (struct pollfd){.fd = l->listen_fd, .events = POLLIN};
-    l->polled[1] = (struct pollfd){.fd = l->wake[0], .events = POLLIN};
-    pthread_mutex_lock(&l->mu);
-    for (int i = 0; i < l->n_slots; i++) {
-        conn_slot *s = &l->slots[i];
-        if (!s->used || !s->on_hangup) continue;
-        l->polled_for[n - 2] = s;
-        l->polled[n++] = (struct pollfd){.fd = s->dup_fd, .events = POLLRDHUP};
-    }
-    pthread_mutex_unlock(&l->mu);
-    return n;
-}
-
-/* Calls on_hangup for the waiting connections whose client hung up. The
- * call runs outside mu (it may end the call, and so resume the connection)
- * and the slot is marked firing meanwhile: unwatch waits for it. */
-static void notify_hangups(http_listener *l, nfds_t n)
-{
-    for (nfds_t i = 2; i < n; i++) {
-        if (!(l->polled[i].revents & (POLLRDHUP | POLLHUP | POLLERR))) continue;
-        conn_slot *s = l->polled_for[i - 2];
-        pthread_mutex_lock(&l->mu);
-        void (*fn)(void *) = s->used && s->dup_fd == l->polled[i].fd ? s->on_hangup : NULL;
-        void *arg = s->hangup_arg;
-        s->on_hangup = NULL;
-        s->firing = fn != NULL;
-        pthread_mutex_unlock(&l->mu);
-        if (!fn) continue;
-        fn(arg);
-        pthread_mutex_lock(&l->mu);
-        s->firing = false;
-        pthread_cond_broadcast(&l->fired);
-        pthread_mutex_unlock(&l->mu);
-    }
 }
 
 static void *acceptor_main(void *arg)
 {
     http_listener *l = arg;
+    struct pollfd polled[2] = {{.fd = l->listen_fd, .events = POLLIN},
+                               {.fd = l->wake[0], .events = POLLIN}};
     while (!atomic_load(&l->stopping)) {
-        nfds_t n = poll_set(l);
-        if (poll(l->polled, n, SWEEP_MS) > 0) {
-            if (l->polled[1].revents) {
-                char drained[64];
-                while (read(l->wake[0], drained, sizeof drained) > 0) {
-                }
-            }
-            if (l->polled[0].revents & POLLIN) accept_pending(l);
-            notify_hangups(l, n);
-        }
+        if (poll(polled, 2, SWEEP_MS) > 0 && (polled[0].revents & POLLIN)) accept_pending(l);
         sweep(l);
     }
     return NULL;
 }
 
-static conn_slot *slot_of(struct MHD_Connection *conn)
+/* ---- a connection's I/O ---- */
+
+enum { IO_AGAIN = -1, IO_FAILED = -2 };
+
+static ssize_t tls_result(conn *c, int r)
 {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    return ci ? ci->socket_context : NULL;
+    if (r > 0) return r;
+    int e = SSL_get_error(c->ssl, r);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+        c->want_write = e == SSL_ERROR_WANT_WRITE;
+        return IO_AGAIN;
+    }
+    ERR_clear_error();
+    return e == SSL_ERROR_ZERO_RETURN ? 0 : IO_FAILED;
 }
 
-/* Caller holds mu. Once this returns, the slot's on_hangup is not running
- * and will not be called. */
-static void unwatch_locked(http_listener *l, conn_slot *s)
+static ssize_t io_result(conn *c, ssize_t r, bool writing)
 {
-    while (s->firing)
-        pthread_cond_wait(&l->fired, &l->mu);
-    s->on_hangup = NULL;
+    if (r >= 0) return r;
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+        c->want_write = writing;
+        return IO_AGAIN;
+    }
+    return IO_FAILED;
 }
 
-static void enter_locked(conn_slot *s, conn_phase phase)
+/* > 0 bytes read, 0 the client closed, IO_AGAIN or IO_FAILED. */
+static ssize_t io_recv(conn *c, char *buf, size_t n)
 {
-    s->phase = phase;
-    s->since_ms = monotonic_ms();
-    s->body_bytes = 0;
+    if (n > INT_MAX) n = INT_MAX;
+    if (c->ssl) return tls_result(c, SSL_read(c->ssl, buf, (int)n));
+    return io_result(c, recv(c->fd, buf, n, 0), false);
 }
 
-void http_listener_wait(http_listener *l, struct MHD_Connection *conn, void (*on_hangup)(void *),
-                        void *arg)
+static ssize_t io_send(conn *c, const char *buf, size_t n)
 {
-    MHD_suspend_connection(conn);
-    conn_slot *s = slot_of(conn);
-    if (!s) return;
+    if (n > INT_MAX) n = INT_MAX;
+    if (c->ssl) return tls_result(c, SSL_write(c->ssl, buf, (int)n));
+    return io_result(c, send(c->fd, buf, n, MSG_NOSIGNAL), true);
+}
+
+/* The epoll interest: events, or none (unregistered: a hung-up socket
+ * would report EPOLLHUP at every wait). */
+static void watch(conn *c, uint32_t events)
+{
+    if (!events) {
+        if (c->registered) epoll_ctl(c->w->ep, EPOLL_CTL_DEL, c->fd, NULL);
+        c->registered = false;
+        return;
+    }
+    if (c->registered && c->events == events) return;
+    struct epoll_event ev = {.events = events, .data.ptr = c};
+    if (epoll_ctl(c->w->ep, c->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, &ev) == 0) {
+        c->registered = true;
+        c->events = events;
+    } else {
+        /* cannot happen short of memory: the deadline will shut it */
+        c->registered = false;
+    }
+}
+
+static void set_phase(conn *c, conn_phase phase)
+{
+    http_listener *l = c->w->l;
     pthread_mutex_lock(&l->mu);
-    enter_locked(s, PHASE_WAITING);
-    s->on_hangup = on_hangup;
-    s->hangup_arg = arg;
+    c->slot->phase = phase;
+    c->slot->since_ms = monotonic_ms();
+    c->slot->body_bytes = 0;
     pthread_mutex_unlock(&l->mu);
-    ssize_t w = write(l->wake[1], "w", 1); /* full: a wake is pending anyway */
-    (void)w;
 }
 
-static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
-                          enum MHD_ConnectionNotificationCode code)
+/* ---- answers ---- */
+
+static const char *status_text(unsigned status)
 {
-    http_listener *l = cls;
+    switch (status) {
+    case 200:
+        return "OK";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 413:
+        return "Content Too Large";
+    case 414:
+        return "URI Too Long";
+    case 415:
+        return "Unsupported Media Type";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 499:
+        return "Client Closed Request";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    case 505:
+        return "HTTP Version Not Supported";
+    default:
+        return "Error";
+    }
+}
+
+/* The answer as bytes without its Connection line and blank line: the
+ * status line and header fields (answer_head bytes), then the body. */
+static char *format_answer(const http_answer *a, size_t *head_len, size_t *len)
+{
+    static const char days[][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    static const char months[][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    const char *extra = a->headers ? a->headers : "";
+    const char *type = a->content_type ? a->content_type : "text/plain; charset=utf-8";
+    size_t body = a->head_only ? 0 : a->body_len;
+    size_t room = 160 + strlen(type) + strlen(extra) + body;
+    char *out = malloc(room);
+    if (!out) return NULL;
+    int n =
+        snprintf(out, room,
+                 "HTTP/1.1 %u %s\r\nDate: %s, %02d %s %04d %02d:%02d:%02d GMT\r\n"
+                 "Content-Type: %s\r\nContent-Length: %zu\r\n%s",
+                 a->status, status_text(a->status), days[tm.tm_wday], tm.tm_mday, months[tm.tm_mon],
+                 tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec, type, a->body_len, extra);
+    if (n < 0 || (size_t)n >= room) {
+        free(out);
+        return NULL;
+    }
+    if (body) memcpy(out + n, a->body, body);
+    *head_len = (size_t)n;
+    *len = (size_t)n + body;
+    return out;
+}
+
+/* Takes the formatted answer into c->out, with its Connection line. */
+static bool take_answer(conn *c, char *answer, size_t head, size_t len, bool close)
+{
+    bool http10_keep = !close && c->rq && c->rq->parsed.minor == 0;
+    const char *connection = close         ? "Connection: close\r\n\r\n"
+                             : http10_keep ? "Connection: keep-alive\r\n\r\n"
+                                           : "\r\n";
+    size_t extra = strlen(connection);
+    char *out = malloc(len + extra);
+    if (!out) return false;
+    memcpy(out, answer, head);
+    memcpy(out + head, connection, extra);
+    memcpy(out + head + extra, answer + head, len - head);
+    c->out = out;
+    c->out_len = len + extra;
+    c->out_off = 0;
+    c->close_after = close;
+    c->interim = false;
+    return true;
+}
+
+void http_request_answer(http_request *pub, const http_answer *a)
+{
+    request *rq = (request *)pub;
+    size_t head = 0, len = 0;
+    char *answer = format_answer(a, &head, &len);
+    pthread_mutex_lock(&rq->mu);
+    if (rq->closed || rq->answered) {
+        pthread_mutex_unlock(&rq->mu);
+        free(answer);
+        return;
+    }
+    /* out of memory: the connection closes unanswered (no answer) */
+    rq->answered = true;
+    rq->answer = answer;
+    rq->answer_head = head;
+    rq->answer_len = len;
+    rq->answer_close = a->close || !answer;
+    worker *w = rq->c->w;
+    if (!pthread_equal(pthread_self(), w->thread)) {
+        /* under rq->mu: the connection cannot close (and leave the list)
+         * before it is queued */
+        pthread_mutex_lock(&w->mu);
+        if (!rq->c->queued) {
+            rq->c->queued = true;
+            rq->c->queue_next = w->posted;
+            w->posted = rq->c;
+        }
+        pthread_mutex_unlock(&w->mu);
+        wake_worker(w);
+    }
+    pthread_mutex_unlock(&rq->mu);
+}
+
+static bool answered(request *rq)
+{
+    pthread_mutex_lock(&rq->mu);
+    bool done = rq->answered;
+    pthread_mutex_unlock(&rq->mu);
+    return done;
+}
+
+/* ---- requests ---- */
+
+/* The request is over: no answer is taken after this. */
+static void end_request(conn *c, bool sent)
+{
+    request *rq = c->rq;
+    if (!rq) return;
+    c->rq = NULL;
+    pthread_mutex_lock(&rq->mu);
+    rq->closed = true;
+    pthread_mutex_unlock(&rq->mu);
+    const http_handler *h = &c->w->l->opt.handler;
+    if (rq->state && h->finished) h->finished(rq->state, sent);
+    pthread_mutex_destroy(&rq->mu);
+    free(rq->answer);
+    free(rq->bytes);
+    free(rq);
+}
+
+static void conn_close(conn *c)
+{
+    worker *w = c->w;
+    http_listener *l = w->l;
+    end_request(c, false);
+    watch(c, 0);
     pthread_mutex_lock(&l->mu);
-    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        ino_t ino = ci ? socket_inode(ci->connect_fd) : 0;
-        for (int i = 0; ino && i < l->n_slots; i++) {
-            conn_slot *s = &l->slots[i];
-            if (s->used && !s->bound && s->ino == ino) {
-                s->bound = true;
-                *socket_context = s;
+    c->slot->used = false;
+    pthread_mutex_unlock(&l->mu);
+    SSL_free(c->ssl);
+    close(c->fd);
+    pthread_mutex_lock(&w->mu);
+    if (c->queued)
+        for (conn **p = &w->posted; *p; p = &(*p)->queue_next)
+            if (*p == c) {
+                *p = c->queue_next;
                 break;
             }
-        }
-    } else if (*socket_context) {
-        conn_slot *s = *socket_context;
-        unwatch_locked(l, s);
-        release_locked(s);
-        *socket_context = NULL;
+    pthread_mutex_unlock(&w->mu);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    free(c->in);
+    free(c->out);
+    free(c);
+}
+
+typedef enum { STEP_GO, STEP_WAIT, STEP_CLOSE } step;
+
+static void consume(conn *c, size_t n)
+{
+    memmove(c->in, c->in + n, c->in_len - n);
+    c->in_len -= n;
+}
+
+/* Reads what has come into c->in. */
+static step read_more(conn *c)
+{
+    if (c->in_cap - c->in_len < 1024 && c->in_cap < c->w->l->in_max) {
+        size_t cap = c->in_cap ? 2 * c->in_cap : 4096;
+        if (cap > c->w->l->in_max) cap = c->w->l->in_max;
+        char *grown = realloc(c->in, cap);
+        if (!grown) return STEP_CLOSE;
+        c->in = grown;
+        c->in_cap = cap;
     }
+    if (c->in_len == c->in_cap) return STEP_CLOSE; /* the parser's limits come first */
+    size_t room = c->in_cap - c->in_len;
+    ssize_t n = io_recv(c, c->in + c->in_len, room < READ_BYTES ? room : READ_BYTES);
+    if (n > 0) {
+        c->in_len += (size_t)n;
+        return STEP_GO;
+    }
+    if (n == IO_AGAIN) {
+        watch(c, c->want_write ? EPOLLOUT : EPOLLIN);
+        return STEP_WAIT;
+    }
+    return STEP_CLOSE;
+}
+
+static step start_send(conn *c, char *answer, size_t head, size_t len, bool close)
+{
+    if (!answer || !take_answer(c, answer, head, len, close)) return STEP_CLOSE;
+    c->state = S_SEND;
+    set_phase(c, PHASE_ANSWERING);
+    return STEP_GO;
+}
+
+/* The request's answer is in: it goes out; the connection closes after it
+ * when the answer says so, the client did, the body was not read whole or
+ * the listener is stopping. */
+static step send_answer(conn *c)
+{
+    request *rq = c->rq;
+    pthread_mutex_lock(&rq->mu);
+    char *answer = rq->answer;
+    bool close = rq->answer_close || !rq->parsed.keep_alive || !c->body_done ||
+                 atomic_load(&c->w->l->stopping);
+    rq->answer = NULL;
+    pthread_mutex_unlock(&rq->mu);
+    step s = start_send(c, answer, rq->answer_head, rq->answer_len, close);
+    free(answer);
+    return s;
+}
+
+/* A request the parser refused: answered by the handler's refused, and
+ * the connection closed after it. A request under way (its body refused)
+ * ends without an answer of its own. */
+static step refuse_request(conn *c, const http1_error *e)
+{
+    end_request(c, false);
+    http_answer a = {0};
+    char buf[2048];
+    c->w->l->opt.handler.refused(c->w->l->opt.cls, e, &a, buf, sizeof buf);
+    size_t head = 0, len = 0;
+    char *answer = format_answer(&a, &head, &len);
+    c->in_len = 0;
+    step s = start_send(c, answer, head, len, true);
+    free(answer);
+    return s;
+}
+
+static step body_complete(conn *c)
+{
+    c->body_done = true;
+    const http_handler *h = &c->w->l->opt.handler;
+    if (!answered(c->rq) && h->complete) h->complete(c->rq->state);
+    c->state = S_WAIT;
+    set_phase(c, PHASE_WAITING);
+    return STEP_GO;
+}
+
+static step start_request(conn *c)
+{
+    http_listener *l = c->w->l;
+    http1_request *h = &c->head;
+    request *rq = calloc(1, sizeof *rq);
+    size_t head_len = h->head_len;
+    char *bytes = rq ? malloc(head_len + h->method.len + h->path.len + 2) : NULL;
+    if (!bytes) {
+        free(rq);
+        return STEP_CLOSE;
+    }
+    memcpy(bytes, c->in, head_len);
+    char *method = bytes + head_len, *path = method + h->method.len + 1;
+    memcpy(method, c->in + h->method.off, h->method.len);
+    method[h->method.len] = '\0';
+    memcpy(path, c->in + h->path.off, h->path.len);
+    path[h->path.len] = '\0';
+    rq->parsed = *h;
+    rq->bytes = bytes;
+    rq->c = c;
+    rq->pub = (http_request){.method = method, .path = path, .head = bytes, .parsed = &rq->parsed};
+    pthread_mutex_init(&rq->mu, NULL);
+    consume(c, head_len);
+    http1_head_init(&c->hp, &c->head);
+    c->rq = rq;
+    bool body = rq->parsed.chunked || rq->parsed.content_length > 0;
+    c->body_left = rq->parsed.content_length;
+    c->body_done = !body;
+    http1_chunked_init(&c->chunks);
+    set_phase(c, body ? PHASE_BODY : PHASE_WAITING);
+    rq->state = l->opt.handler.begin(l->opt.cls, &rq->pub);
+    if (!rq->state) return STEP_CLOSE;
+    if (!body) return body_complete(c);
+    c->state = S_BODY;
+    if (!answered(rq) && rq->parsed.expect_continue && c->in_len == 0) {
+        /* the client waits for this before it sends the body */
+        c->out = malloc(sizeof CONTINUE - 1);
+        if (!c->out) return STEP_CLOSE;
+        memcpy(c->out, CONTINUE, sizeof CONTINUE - 1);
+        c->out_len = sizeof CONTINUE - 1;
+        c->out_off = 0;
+        c->interim = true;
+        c->state = S_SEND;
+    }
+    return STEP_GO;
+}
+
+static step step_head(conn *c)
+{
+    if (c->in_len) {
+        http1_error e;
+        http1_result r =
+            http1_head_feed(&c->hp, &c->head, c->in, c->in_len, &c->w->l->opt.parse_limits, &e);
+        if (r == HTTP1_DONE) return start_request(c);
+        if (r == HTTP1_ERROR) return refuse_request(c, &e);
+    }
+    return read_more(c);
+}
+
+static void body_piece(void *ctx, const char *data, size_t n)
+{
+    conn *c = ctx;
+    http_listener *l = c->w->l;
+    pthread_mutex_lock(&l->mu);
+    c->slot->body_bytes += (int64_t)n;
     pthread_mutex_unlock(&l->mu);
+    if (l->opt.handler.body && !answered(c->rq)) l->opt.handler.body(c->rq->state, data, n);
 }
 
-/* Whether the request has a body to read: its framing says so. */
-static bool has_body(struct MHD_Connection *conn)
+static step step_body(conn *c)
 {
-    const char *length =
-        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) ||
-           (length && strcmp(length, "0") != 0);
-}
-
-/* Moves the connection's phase along (the first call of a request has its
- * headers, later ones its body, an empty one its end; a call after a wait
- * follows the resumption), then hands the request to the handler. */
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version, const char *upload_data,
-                                  size_t *upload_data_size, void **req_cls)
-{
-    http_listener *l = cls;
-    conn_slot *s = slot_of(conn);
-    if (s) {
-        bool body = s->phase == PHASE_HEADERS && has_body(conn);
-        pthread_mutex_lock(&l->mu);
-        if (s->phase == PHASE_HEADERS)
-            enter_locked(s, body ? PHASE_BODY : PHASE_ANSWERING);
-        else if (s->phase == PHASE_BODY && *upload_data_size)
-            s->body_bytes += (int64_t)*upload_data_size;
-        else if (s->phase != PHASE_ANSWERING) {
-            unwatch_locked(l, s);
-            enter_locked(s, PHASE_ANSWERING);
+    if (answered(c->rq)) return send_answer(c);
+    if (c->in_len && c->rq->parsed.chunked) {
+        size_t used = 0;
+        http1_error e;
+        http1_result r = http1_chunked_feed(&c->chunks, c->in, c->in_len, &used,
+                                            &c->w->l->opt.parse_limits, body_piece, c, &e);
+        consume(c, used);
+        if (r == HTTP1_ERROR) {
+            /* the handler ends its request with the refusal when it can */
+            const http_handler *h = &c->w->l->opt.handler;
+            if (h->failed && !answered(c->rq)) h->failed(c->rq->state, &e);
+            return answered(c->rq) ? send_answer(c) : refuse_request(c, &e);
         }
-        pthread_mutex_unlock(&l->mu);
+        if (r == HTTP1_DONE) return body_complete(c);
+    } else if (c->in_len) {
+        size_t n = c->in_len < c->body_left ? c->in_len : (size_t)c->body_left;
+        body_piece(c, c->in, n);
+        consume(c, n);
+        c->body_left -= n;
+        if (!c->body_left) return body_complete(c);
     }
-    return l->opt.handler(l->opt.cls, conn, url, method, version, upload_data, upload_data_size,
-                          req_cls);
+    if (answered(c->rq)) return send_answer(c);
+    return read_more(c);
 }
 
-/* The request is over: the next one's headers are awaited. */
-static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
-                         enum MHD_RequestTerminationCode toe)
+static step step_wait(conn *c)
 {
-    http_listener *l = cls;
-    conn_slot *s = slot_of(conn);
-    if (s) {
-        pthread_mutex_lock(&l->mu);
-        unwatch_locked(l, s);
-        enter_locked(s, PHASE_HEADERS);
-        pthread_mutex_unlock(&l->mu);
-    }
-    if (l->opt.completed) l->opt.completed(l->opt.cls, conn, req_cls, toe);
+    if (answered(c->rq)) return send_answer(c);
+    watch(c, c->hungup ? 0 : EPOLLRDHUP);
+    return STEP_WAIT;
 }
+
+static step step_send(conn *c)
+{
+    while (c->out_off < c->out_len) {
+        ssize_t n = io_send(c, c->out + c->out_off, c->out_len - c->out_off);
+        if (n == IO_AGAIN) {
+            watch(c, c->want_write ? EPOLLOUT : EPOLLIN);
+            return STEP_WAIT;
+        }
+        if (n <= 0) return STEP_CLOSE;
+        c->out_off += (size_t)n;
+    }
+    free(c->out);
+    c->out = NULL;
+    if (c->interim) {
+        c->interim = false;
+        c->state = S_BODY;
+        return STEP_GO;
+    }
+    end_request(c, true);
+    if (c->close_after) {
+        if (c->ssl) SSL_shutdown(c->ssl); /* close_notify, best effort */
+        ERR_clear_error();
+        shutdown(c->fd, SHUT_WR);
+        c->state = S_LINGER;
+        set_phase(c, PHASE_CLOSING);
+        return STEP_GO;
+    }
+    c->state = S_HEAD;
+    set_phase(c, PHASE_HEADERS);
+    return STEP_GO;
+}
+
+static step step_linger(conn *c)
+{
+    /* raw bytes, TLS records included: nothing of them is read */
+    char drop[4096];
+    for (;;) {
+        ssize_t n = recv(c->fd, drop, sizeof drop, 0);
+        if (n > 0 && (c->dropped += (size_t)n) <= LINGER_BYTES) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            watch(c, EPOLLIN);
+            return STEP_WAIT;
+        }
+        return STEP_CLOSE;
+    }
+}
+
+/* Moves the connection on as far as it goes without waiting. */
+static void conn_run(conn *c)
+{
+    for (;;) {
+        if (c->ssl && !c->handshaken) {
+            ssize_t r = tls_result(c, SSL_accept(c->ssl));
+            if (r == IO_AGAIN) {
+                watch(c, c->want_write ? EPOLLOUT : EPOLLIN);
+                return;
+            }
+            if (r <= 0) {
+                conn_close(c);
+                return;
+            }
+            c->handshaken = true;
+        }
+        step s = STEP_CLOSE;
+        switch (c->state) {
+        case S_HEAD:
+            s = step_head(c);
+            break;
+        case S_BODY:
+            s = step_body(c);
+            break;
+        case S_WAIT:
+            s = step_wait(c);
+            break;
+        case S_SEND:
+            s = step_send(c);
+            break;
+        case S_LINGER:
+            s = step_linger(c);
+            break;
+        }
+        if (s == STEP_WAIT) return;
+        if (s == STEP_CLOSE) {
+            conn_close(c);
+            return;
+        }
+    }
+}
+
+static void conn_event(conn *c, uint32_t events)
+{
+    if (c->state == S_WAIT && !c->hungup && (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+        /* the client went away (or half-closed) while its answer is
+         * awaited: the handler stops the work; the answer still comes */
+        c->hungup = true;
+        watch(c, 0);
+        const http_handler *h = &c->w->l->opt.handler;
+        if (h->hangup) h->hangup(c->rq->state);
+    }
+    conn_run(c);
+}
+
+/* The connections given to w, and those whose answer came. */
+static void take_queues(worker *w)
+{
+    uint64_t n;
+    ssize_t r = read(w->ev, &n, sizeof n);
+    (void)r;
+    pthread_mutex_lock(&w->mu);
+    conn *incoming = w->incoming;
+    w->incoming = NULL;
+    pthread_mutex_unlock(&w->mu);
+    while (incoming) {
+        conn *c = incoming;
+        incoming = c->queue_next;
+        c->next = w->conns;
+        if (w->conns) w->conns->prev = c;
+        w->conns = c;
+        conn_run(c);
+    }
+    /* a connection run here may close another of the list (which takes
+     * it off): each is taken off under w->mu as it is run */
+    pthread_mutex_lock(&w->mu);
+    while (w->posted) {
+        conn *c = w->posted;
+        w->posted = c->queue_next;
+        c->queued = false;
+        pthread_mutex_unlock(&w->mu);
+        conn_run(c);
+        pthread_mutex_lock(&w->mu);
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    struct epoll_event evs[64];
+    for (;;) {
+        int n = epoll_wait(w->ep, evs, 64, -1);
+        bool woken = false;
+        for (int i = 0; i < n; i++) {
+            if (evs[i].data.ptr)
+                conn_event(evs[i].data.ptr, evs[i].events);
+            else
+                woken = true;
+        }
+        if (!woken) continue;
+        take_queues(w);
+        pthread_mutex_lock(&w->mu);
+        bool stop = w->stop;
+        pthread_mutex_unlock(&w->mu);
+        if (stop) break;
+    }
+    while (w->conns)
+        conn_close(w->conns);
+    return NULL;
+}
+
+/* ---- start and stop ---- */
 
 static lms_status open_socket(const char *address, const char *flag, http_listener *l,
                               lms_error *err)
@@ -478,38 +1000,28 @@ static lms_status open_socket(const char *address, const char *flag, http_listen
     return LMS_OK;
 }
 
-static lms_status start_daemon(http_listener *l, lms_error *err)
+static lms_status start_workers(http_listener *l, lms_error *err)
 {
-    const http_listener_options *opt = &l->opt;
-    bool tls = opt->tls_cert != NULL;
-    /* libmicrohttpd's own connection limit sits well above ours, so that it
-     * does not refuse silently while it still counts connections it has
-     * closed and not yet cleaned up; it has no idle timeout: the deadlines
-     * are ours */
-    struct MHD_OptionItem items[10] = {
-        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, (void *)opt->name},
-        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, l},
-        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, l},
-        {MHD_OPTION_CONNECTION_LIMIT, 4 * l->n_slots, NULL},
-        {MHD_OPTION_CONNECTION_TIMEOUT, 0, NULL}};
-    size_t n = 5;
-    if (opt->memory_limit)
-        items[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                                             (intptr_t)opt->memory_limit, NULL};
-    if (opt->threads > 1)
-        items[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, opt->threads, NULL};
-    if (tls) {
-        items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)opt->tls_key};
-        items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)opt->tls_cert};
+    l->n_workers = l->opt.threads ? l->opt.threads : 1;
+    if (!(l->workers = calloc(l->n_workers, sizeof *l->workers)))
+        return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
+    for (unsigned i = 0; i < l->n_workers; i++) {
+        l->workers[i].ep = l->workers[i].ev = -1;
+        pthread_mutex_init(&l->workers[i].mu, NULL);
     }
-    items[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-    l->daemon = MHD_start_daemon(
-        MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC |
-            MHD_ALLOW_SUSPEND_RESUME | (tls ? MHD_USE_TLS : 0),
-        0, NULL, NULL, on_request, l, MHD_OPTION_ARRAY, items, MHD_OPTION_END);
-    if (!l->daemon)
-        return lms_fail(err, LMS_ERR_IO, NULL, opt->flag, "cannot start the HTTP server on %s",
-                        opt->address);
+    for (unsigned i = 0; i < l->n_workers; i++) {
+        worker *w = &l->workers[i];
+        w->l = l;
+        w->ep = epoll_create1(EPOLL_CLOEXEC);
+        w->ev = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+        if (w->ep < 0 || w->ev < 0 || epoll_ctl(w->ep, EPOLL_CTL_ADD, w->ev, &ev) != 0)
+            return lms_fail(err, LMS_ERR_IO, NULL, l->opt.flag, "epoll: %s", strerror(errno));
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
+            return lms_fail(err, LMS_ERR_NOMEM, NULL, l->opt.flag,
+                            "cannot start an HTTP connection thread");
+        w->started = true;
+    }
     return LMS_OK;
 }
 
@@ -520,24 +1032,21 @@ lms_status http_listener_start(const http_listener_options *opt, http_listener *
     int n_slots = 2 * opt->limits.max_connections;
     http_listener *l = calloc(1, sizeof *l);
     conn_slot *slots = calloc((size_t)n_slots, sizeof *slots);
-    struct pollfd *polled = calloc((size_t)n_slots + 2, sizeof *polled);
-    conn_slot **polled_for = calloc((size_t)n_slots, sizeof *polled_for);
-    if (!l || !slots || !polled || !polled_for) {
+    if (!l || !slots) {
         free(l);
         free(slots);
-        free(polled);
-        free(polled_for);
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
     }
     l->opt = *opt;
     l->slots = slots;
     l->n_slots = n_slots;
-    l->polled = polled;
-    l->polled_for = polled_for;
     l->listen_fd = l->wake[0] = l->wake[1] = -1;
+    /* the request line (method, target, version, CRLF), the field lines
+     * and the blank lines before and after them */
+    l->in_max =
+        opt->parse_limits.max_target + opt->parse_limits.max_fields_bytes + HTTP1_MAX_METHOD + 64;
     atomic_init(&l->stopping, false);
     pthread_mutex_init(&l->mu, NULL);
-    pthread_cond_init(&l->fired, NULL);
     const char *body = opt->refusal ? opt->refusal : REFUSAL_TEXT;
     const char *type = opt->refusal ? opt->refusal_type : "text/plain; charset=utf-8";
     size_t len = strlen(body), room = sizeof REFUSAL_HEAD + strlen(type) + 24 + len;
@@ -546,10 +1055,14 @@ lms_status http_listener_start(const http_listener_options *opt, http_listener *
         st = lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
     else
         l->refusal_len = (size_t)snprintf(l->refusal, room, REFUSAL_HEAD, type, len, body);
+    if (st == LMS_OK && opt->tls_cert) {
+        tls_pem_pair pem = {.cert = (char *)opt->tls_cert, .key = (char *)opt->tls_key};
+        if (!(l->tls = tls_server_context(&pem, err))) st = err->status;
+    }
     if (st == LMS_OK) st = open_socket(opt->address, opt->flag, l, err);
     if (st == LMS_OK && pipe2(l->wake, O_CLOEXEC | O_NONBLOCK) != 0)
         st = lms_fail(err, LMS_ERR_IO, NULL, opt->flag, "pipe: %s", strerror(errno));
-    if (st == LMS_OK) st = start_daemon(l, err);
+    if (st == LMS_OK) st = start_workers(l, err);
     if (st == LMS_OK && pthread_create(&l->acceptor, NULL, acceptor_main, l) != 0)
         st = lms_fail(err, LMS_ERR_NOMEM, NULL, opt->flag, "cannot start the HTTP acceptor thread");
     l->acceptor_started = st == LMS_OK;
@@ -600,17 +1113,26 @@ void http_listener_stop(http_listener *l)
         pthread_join(l->acceptor, NULL);
         let_answers_out(l);
     }
-    if (l->daemon) MHD_stop_daemon(l->daemon); /* closes its connections: notified */
-    for (int i = 0; i < l->n_slots; i++)
-        if (l->slots[i].used) close(l->slots[i].dup_fd);
+    for (unsigned i = 0; l->workers && i < l->n_workers; i++) {
+        worker *w = &l->workers[i];
+        if (w->started) {
+            pthread_mutex_lock(&w->mu);
+            w->stop = true;
+            pthread_mutex_unlock(&w->mu);
+            wake_worker(w);
+            pthread_join(w->thread, NULL);
+        }
+        if (w->ep >= 0) close(w->ep);
+        if (w->ev >= 0) close(w->ev);
+        pthread_mutex_destroy(&w->mu);
+    }
     if (l->listen_fd >= 0) close(l->listen_fd);
     if (l->wake[0] >= 0) close(l->wake[0]);
     if (l->wake[1] >= 0) close(l->wake[1]);
-    pthread_cond_destroy(&l->fired);
+    SSL_CTX_free(l->tls);
     pthread_mutex_destroy(&l->mu);
     free(l->refusal);
-    free(l->polled);
-    free(l->polled_for);
+    free(l->workers);
     free(l->slots);
     free(l);
 }

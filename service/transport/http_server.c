@@ -1,31 +1,24 @@
 /*
  * http_server.c — the HTTP API's transport (see http_server.h). A request
  * is an exchange: its call, its body and, once the call has ended, its
- * answer. libmicrohttpd calls on_request for the headers, for each piece
- * of the body and at its end; the exchange then starts the endpoint's work
- * and suspends the connection until the call's end resumes it, while
- * http_listener watches the client's socket: a client that hangs up
- * cancels the call, as a gRPC client's cancellation does.
+ * answer. http_listener hands over the head (begin: the call opens, and
+ * ends at once when the request is refused), the body piece by piece
+ * (refused past the size limit as it passes it, or from its
+ * Content-Length before any of it is read, so a body over the limit is
+ * never held) and its end (complete: the endpoint's work starts); the
+ * call's end answers (on_end, on whatever thread ended it), and while the
+ * work runs the listener watches the client's socket: a client that hangs
+ * up cancels the call, as a gRPC client's cancellation does.
  *
- * Why libmicrohttpd: the daemon already links it for /metrics; it parses
- * HTTP/1.1 (keep-alive, chunked bodies, 100-continue) and does TLS
- * (GnuTLS) itself; it hands the body over piece by piece, so a body over
- * the limit is refused from its Content-Length, or as it passes the limit,
- * without being held. Why not its thread per connection (as before): a
- * connection that sends nothing, or a byte now and then, held a thread
- * and a connection slot for as long as its idle timeout, which each byte
- * restarted, so 256 slow clients shut the API. Instead http_listener (the
- * acceptor /metrics already had) admits connections within limits and
- * deadlines and pushes the slowest reader out for a new client, and
- * libmicrohttpd runs every connection on a small pool of threads: a
- * connection costs a thread only while bytes move or its request is
- * parsed, never while it waits, for its client or for the engine
- * (MHD_suspend_connection).
+ * The HTTP/1.1 server is the daemon's own (http1_parser, http_listener):
+ * libmicrohttpd, used before, answered its parser's errors with HTML pages
+ * of its own (a bad Content-Length with its status line twice) and cut a
+ * header value at a NUL byte, so that neither could be refused as the API
+ * documents; every refusal of the parser is now the documented JSON error
+ * (refused), and a control byte in a header value is refused, never cut.
  */
 #include "http_server.h"
 
-#include <errno.h>
-#include <microhttpd.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -38,46 +31,52 @@
 #include "request_context.h"
 #include "tls.h"
 
-/* libmicrohttpd's threads: one a core of the 2-core machines the daemon
+/* The connection threads: one a core of the 2-core machines the daemon
  * is sized for. They parse requests, decode bodies and render answers;
  * the scoring runs on the engine's own threads. */
 #define HTTP_THREADS 2
 /* The request line's target and the header fields, each refused past its
- * limit with a JSON answer (414, 431). libmicrohttpd holds a request's
- * head in a buffer of its own per connection and answers one that does
- * not fit with an HTML page: the buffer is made well larger than the
- * limits, so that only a head past it meets that page. */
+ * limit with a JSON answer (414, 431). */
 #define MAX_URI_BYTES    ((size_t)8 << 10)
 #define MAX_HEADER_BYTES ((size_t)16 << 10)
-#define CONNECTION_BYTES ((size_t)64 << 10)
 
 struct http_server {
     http_listener *listener;
     http_options opt;
-    tls_pem_pair pem;       /* kept while the daemon runs */
+    tls_pem_pair pem;       /* kept while the server runs */
     char *refusal;          /* the 503 of a connection past the limits: JSON */
     atomic_llong receiving; /* bytes held for bodies being received */
 };
 
 typedef struct {
     http_server *srv;
+    http_request *rq;
     const http_endpoint *ep; /* NULL: nothing served at the request's path */
     request_context context; /* the call's, its request id sent back */
     call *c;
     char *body;
     size_t len, cap;
-    int64_t reserved;            /* of srv->receiving */
-    bool close;                  /* the answer closes the connection: the framing is in doubt */
-    bool ran;                    /* the endpoint's work has started */
-    struct MHD_Connection *conn; /* suspended while the call runs */
+    int64_t reserved; /* of srv->receiving */
 
-    pthread_mutex_t mu; /* guards the answer and suspended */
-    bool suspended;
-    bool ended;
-    unsigned status;
-    char *answer;
-    size_t answer_len;
+    pthread_mutex_t mu; /* guards ended */
+    pthread_cond_t answered;
+    bool ended; /* on_end has answered: nothing of ex is touched by it after */
 } exchange;
+
+/* The header fields of an answer of status: its request id (when it
+ * answers a request), and what the status calls for. */
+static void answer_headers(unsigned status, const exchange *ex, char *buf, size_t cap)
+{
+    int n = 0;
+    if (ex) n += snprintf(buf, cap, "%s: %s\r\n", REQUEST_ID_HEADER, ex->context.request_id);
+    if (status == 401) n += snprintf(buf + n, cap - (size_t)n, "WWW-Authenticate: Bearer\r\n");
+    if (status == 405)
+        n += snprintf(buf + n, cap - (size_t)n, "Allow: %s\r\n",
+                      ex && ex->ep && ex->ep->method ? ex->ep->method : "POST");
+    if (status == 429 || status == 503)
+        n += snprintf(buf + n, cap - (size_t)n, "Retry-After: 1\r\n");
+    if (n == 0) buf[0] = '\0';
+}
 
 static const char OUT_OF_MEMORY[] =
     "{\"error\":{\"code\":500,\"status\":\"INTERNAL\",\"message\":\"out of memory\"}}";
@@ -102,24 +101,24 @@ static void on_end(call *c, void *ctx, const rpc_status *st, const ProtobufCMess
     char *text = NULL;
     size_t len = 0;
     if (!json_writer_done(&w, &text, &len)) status = 500;
-    /* Once resumed, the connection's thread may answer and free ex: nothing
-     * of ex is touched after the unlock. */
+    char headers[256];
+    answer_headers(status, ex, headers, sizeof headers);
+    /* a server that is draining or not ready closes the connection after
+     * its 503, so that no client sends the next request on it */
+    const http_answer a = {.status = status,
+                           .content_type = "application/json",
+                           .body = text ? text : OUT_OF_MEMORY,
+                           .body_len = text ? len : sizeof OUT_OF_MEMORY - 1,
+                           .headers = headers,
+                           .close = status == 503};
+    http_request_answer(ex->rq, &a);
+    free(text);
+    /* Once ended is seen, the connection's thread may free ex: nothing of
+     * ex is touched after the unlock. */
     pthread_mutex_lock(&ex->mu);
     ex->ended = true;
-    ex->status = status;
-    ex->answer = text;
-    ex->answer_len = len;
-    if (ex->suspended) MHD_resume_connection(ex->conn);
-    ex->suspended = false;
+    pthread_cond_broadcast(&ex->answered);
     pthread_mutex_unlock(&ex->mu);
-}
-
-static bool ended(exchange *ex)
-{
-    pthread_mutex_lock(&ex->mu);
-    bool e = ex->ended;
-    pthread_mutex_unlock(&ex->mu);
-    return e;
 }
 
 /* Takes n bytes of the receive budget for ex; false when it is spent. */
@@ -163,12 +162,8 @@ static void refuse_too_large(exchange *ex, unsigned long long size, const char *
 
 /* Room for the body the client announced (Content-Length), taken at once:
  * it is refused before any of it is read when it is too large. */
-static void expect_body(exchange *ex, const char *content_length)
+static void expect_body(exchange *ex, unsigned long long n)
 {
-    char *end;
-    errno = 0;
-    unsigned long long n = strtoull(content_length, &end, 10);
-    if (errno || end == content_length || *end) return; /* libmicrohttpd refuses it */
     if (n > (unsigned long long)ex->srv->opt.max_body_bytes) {
         refuse_too_large(ex, n, "announced: ");
         return;
@@ -217,74 +212,49 @@ static void receive(exchange *ex, const char *data, size_t n)
     ex->len += n;
 }
 
-/* What the handler reads of the request's headers, with their lengths: the
- * first x-request-id, the traceparent when there is exactly one
- * (several are ambiguous), as the gRPC call layer reads its metadata; the
- * authorization values; what RFC 9112 says must be refused; the size of
- * the header fields, and of the query string (part of the target). */
+/* What the handler reads of the request's headers: the first
+ * x-request-id, the traceparent when there is exactly one (several are
+ * ambiguous), as the gRPC call layer reads its metadata; the authorization
+ * values; the content type. */
 typedef struct {
-    const char *request_id, *traceparent, *authorization, *content_type, *transfer_encoding;
-    size_t request_id_len, traceparent_len, authorization_len;
-    size_t traceparents, authorizations, content_lengths, transfer_encodings;
-    size_t header_bytes, query_bytes;
+    const char *request_id, *traceparent, *authorization, *content_type;
+    size_t request_id_len, traceparent_len, authorization_len, content_type_len;
+    size_t traceparents, authorizations;
 } request_headers;
 
-static enum MHD_Result read_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                   size_t key_size, const char *value, size_t value_size)
+static void read_headers(const http_request *rq, request_headers *h)
 {
-    request_headers *h = cls;
-    if (kind == MHD_GET_ARGUMENT_KIND) {
-        h->query_bytes += key_size + 2 + (value ? value_size : 0); /* ?k=v& */
-        return MHD_YES;
+    const http1_request *p = rq->parsed;
+    for (size_t i = 0; i < p->n_fields; i++) {
+        http1_span name = p->fields[i].name;
+        const char *value = rq->head + p->fields[i].value.off;
+        size_t len = p->fields[i].value.len;
+        if (http1_span_is(rq->head, name, REQUEST_ID_HEADER)) {
+            if (!h->request_id) h->request_id = value, h->request_id_len = len;
+        } else if (http1_span_is(rq->head, name, TRACEPARENT_HEADER)) {
+            if (h->traceparents++ == 0) h->traceparent = value, h->traceparent_len = len;
+        } else if (http1_span_is(rq->head, name, "authorization")) {
+            if (h->authorizations++ == 0) h->authorization = value, h->authorization_len = len;
+        } else if (http1_span_is(rq->head, name, "content-type")) {
+            if (!h->content_type) h->content_type = value, h->content_type_len = len;
+        }
     }
-    h->header_bytes += key_size + 4 + (value ? value_size : 0); /* k: v CR LF */
-    if (!value) return MHD_YES;
-    if (strcasecmp(key, REQUEST_ID_HEADER) == 0) {
-        if (!h->request_id) h->request_id = value, h->request_id_len = value_size;
-    } else if (strcasecmp(key, TRACEPARENT_HEADER) == 0) {
-        if (h->traceparents++ == 0) h->traceparent = value, h->traceparent_len = value_size;
-    } else if (strcasecmp(key, MHD_HTTP_HEADER_AUTHORIZATION) == 0) {
-        if (h->authorizations++ == 0) h->authorization = value, h->authorization_len = value_size;
-    } else if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
-        h->content_lengths++;
-    } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
-        if (h->transfer_encodings++ == 0) h->transfer_encoding = value;
-    } else if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_TYPE) == 0) {
-        if (!h->content_type) h->content_type = value;
-    }
-    return MHD_YES;
-}
-
-/* A framing that RFC 9112 (6.1, 6.3) says to refuse: several
- * Content-Length headers, Content-Length beside Transfer-Encoding (the
- * ground of request smuggling), a transfer coding other than chunked
- * alone. The message says which; NULL when the framing is sound. */
-static const char *framing_refused(const request_headers *h)
-{
-    if (h->content_lengths > 1) return "the request has several Content-Length headers";
-    if (h->content_lengths && h->transfer_encodings)
-        return "the request has both Content-Length and Transfer-Encoding";
-    if (h->transfer_encodings > 1) return "the request has several Transfer-Encoding headers";
-    if (h->transfer_encodings && strcasecmp(h->transfer_encoding, "chunked") != 0)
-        return "the only transfer coding served is chunked";
-    return NULL;
 }
 
 /* application/json, with any parameters (charset=utf-8) */
-static bool is_json(const char *content_type)
+static bool is_json(const char *content_type, size_t len)
 {
     static const char json[] = "application/json";
     size_t n = sizeof json - 1;
-    if (strncasecmp(content_type, json, n) != 0) return false;
-    const char *rest = content_type + n;
-    while (*rest == ' ' || *rest == '\t')
-        rest++;
-    return *rest == '\0' || *rest == ';';
+    if (len < n || strncasecmp(content_type, json, n) != 0) return false;
+    while (n < len && (content_type[n] == ' ' || content_type[n] == '\t'))
+        n++;
+    return n == len || content_type[n] == ';';
 }
 
 static const char *method_of(const http_endpoint *ep)
 {
-    return ep->method ? ep->method : MHD_HTTP_METHOD_POST;
+    return ep->method ? ep->method : "POST";
 }
 
 static const http_endpoint *find_endpoint(const http_server *s, const char *path)
@@ -294,54 +264,36 @@ static const http_endpoint *find_endpoint(const http_server *s, const char *path
     return NULL;
 }
 
-/* The headers are in: the exchange and its call, ended at once when the
+/* The head is in: the exchange and its call, ended at once when the
  * request is refused. NULL when out of memory. */
-static exchange *begin(http_server *s, struct MHD_Connection *conn, const char *url,
-                       const char *method)
+static void *begin(void *cls, http_request *rq)
 {
+    http_server *s = cls;
     exchange *ex = calloc(1, sizeof *ex);
     if (!ex) return NULL;
     ex->srv = s;
-    ex->conn = conn;
-    ex->ep = find_endpoint(s, url);
+    ex->rq = rq;
+    ex->ep = find_endpoint(s, rq->path);
     pthread_mutex_init(&ex->mu, NULL);
+    pthread_cond_init(&ex->answered, NULL);
     request_headers h = {0};
-    MHD_get_connection_values_n(conn, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND, read_header, &h);
+    read_headers(rq, &h);
     request_context_init(&ex->context, h.request_id, h.request_id_len,
                          h.traceparents == 1 ? h.traceparent : NULL,
                          h.traceparents == 1 ? h.traceparent_len : 0);
     char name[128];
-    snprintf(name, sizeof name, "%s %s", method, url);
+    snprintf(name, sizeof name, "%s %s", rq->method, rq->path);
     call_sink sink = {.on_end = on_end, .ctx = ex};
     ex->c = call_open(ex->ep ? &ex->ep->handler : NULL, name, &ex->context, &sink);
     if (!ex->c) {
+        pthread_cond_destroy(&ex->answered);
         pthread_mutex_destroy(&ex->mu);
         free(ex);
         return NULL;
     }
     rpc_status st;
-    const char *length =
-        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    const char *framing = framing_refused(&h);
-    if (framing) {
-        /* where this request ends is in doubt: answer it and read no more */
-        ex->close = true;
-        rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "malformed_request", NULL,
-                       "%s (RFC 9112)", framing);
-        call_finish(ex->c, &st);
-    } else if (strlen(url) + h.query_bytes > MAX_URI_BYTES) {
-        ex->close = true;
-        rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, "uri_too_long", NULL,
-                       "the request target is longer than %zu bytes", MAX_URI_BYTES);
-        call_finish(ex->c, &st);
-    } else if (h.header_bytes > MAX_HEADER_BYTES) {
-        ex->close = true;
-        rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, "headers_too_large", NULL,
-                       "the request's header fields take more than %zu bytes", MAX_HEADER_BYTES);
-        call_finish(ex->c, &st);
-    } else if (!(ex->ep && ex->ep->handler.open) &&
-               !api_keys_check(s->opt.keys, h.authorization, h.authorization_len, h.authorizations,
-                               &st)) {
+    if (!(ex->ep && ex->ep->handler.open) &&
+        !api_keys_check(s->opt.keys, h.authorization, h.authorization_len, h.authorizations, &st)) {
         call_finish(ex->c, &st);
     } else if (!ex->ep) {
         /* the path is the client's bytes: not echoed */
@@ -352,130 +304,111 @@ static exchange *begin(http_server *s, struct MHD_Connection *conn, const char *
         rpc_status_set(&st, GRPC_STATUS_UNIMPLEMENTED, "not_found", NULL,
                        "nothing is served at this path; the endpoints are %s", served);
         call_finish(ex->c, &st);
-    } else if (strcmp(method, method_of(ex->ep)) != 0) {
+    } else if (strcmp(rq->method, method_of(ex->ep)) != 0) {
         rpc_status_set(&st, GRPC_STATUS_UNIMPLEMENTED, "method_not_allowed", NULL,
-                       "%s takes %s, not %.16s", ex->ep->path, method_of(ex->ep), method);
+                       "%s takes %s, not %.16s", ex->ep->path, method_of(ex->ep), rq->method);
         call_finish(ex->c, &st);
-    } else if (h.content_type && !is_json(h.content_type)) {
+    } else if (h.content_type && !is_json(h.content_type, h.content_type_len)) {
         rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "unsupported_media_type", NULL,
                        "%s takes a JSON body: Content-Type application/json (or none)",
                        ex->ep->path);
         call_finish(ex->c, &st);
-    } else if (length) {
-        expect_body(ex, length);
+    } else if (rq->parsed->has_length) {
+        expect_body(ex, rq->parsed->content_length);
     }
     return ex;
 }
 
-static void on_hangup(void *arg)
+static void on_body(void *state, const char *data, size_t n)
 {
-    exchange *ex = arg;
-    call_cancel(ex->c); /* the end follows: the work stops at its next check */
+    receive(state, data, n);
 }
 
-/* The body is complete: the endpoint's work starts, and the connection
- * waits for its end, suspended. Whether the answer is ready now. */
-static bool run(exchange *ex, struct MHD_Connection *conn)
+/* The body is complete: the endpoint's work starts; its end answers. */
+static void on_complete(void *state)
 {
     static char empty[1];
-    ex->ran = true;
+    exchange *ex = state;
     ex->ep->on_body(ex->c, ex->body ? ex->body : empty, ex->len);
     /* the request has been read into its own structures */
     free(ex->body);
     ex->body = NULL;
     ex->len = ex->cap = 0;
     release(ex);
-    pthread_mutex_lock(&ex->mu);
-    bool done = ex->ended;
-    if (!done) {
-        /* suspended before on_end can see suspended and resume */
-        ex->suspended = true;
-        http_listener_wait(ex->srv->listener, conn, on_hangup, ex);
-    }
-    pthread_mutex_unlock(&ex->mu);
-    return done;
 }
 
-static enum MHD_Result answer(struct MHD_Connection *conn, exchange *ex)
+static void on_hangup(void *state)
 {
-    pthread_mutex_lock(&ex->mu);
-    char *text = ex->answer;
-    size_t len = ex->answer_len;
-    unsigned status = ex->status;
-    ex->answer = NULL;
-    pthread_mutex_unlock(&ex->mu);
-    struct MHD_Response *r =
-        text ? MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE)
-             : MHD_create_response_from_buffer(sizeof OUT_OF_MEMORY - 1, (void *)OUT_OF_MEMORY,
-                                               MHD_RESPMEM_PERSISTENT);
-    if (!r) {
-        free(text);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    MHD_add_response_header(r, REQUEST_ID_HEADER, ex->context.request_id);
-    if (status == MHD_HTTP_UNAUTHORIZED)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
-    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW,
-                                ex->ep ? method_of(ex->ep) : MHD_HTTP_METHOD_POST);
-    if (status == MHD_HTTP_TOO_MANY_REQUESTS || status == MHD_HTTP_SERVICE_UNAVAILABLE)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    /* a server that is draining or not ready closes the connection after
-     * its 503, so that no client sends the next request on it; a request
-     * whose framing is in doubt ends its connection too */
-    if (ex->close || status == MHD_HTTP_SERVICE_UNAVAILABLE)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-    enum MHD_Result ret = MHD_queue_response(conn, status, r);
-    MHD_destroy_response(r);
-    return ret;
+    exchange *ex = state;
+    call_cancel(ex->c); /* the end follows: the work stops at its next check */
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version, const char *upload_data,
-                                  size_t *upload_data_size, void **req_cls)
+/* The parser refused the body: the call ends with the refusal. */
+static void on_failed(void *state, const http1_error *e)
 {
-    (void)version;
-    exchange *ex = *req_cls;
-    if (!ex) {
-        if (!(ex = begin(cls, conn, url, method))) return MHD_NO;
-        *req_cls = ex;
-        return ended(ex) ? answer(conn, ex) : MHD_YES;
-    }
-    if (*upload_data_size) {
-        if (!ended(ex)) receive(ex, upload_data, *upload_data_size);
-        *upload_data_size = 0;
-        return ended(ex) ? answer(conn, ex) : MHD_YES;
-    }
-    if (!ex->ran && !ended(ex) && !run(ex, conn)) return MHD_YES;
-    return answer(conn, ex);
+    exchange *ex = state;
+    rpc_status st;
+    http_status_from_parse(e, &st);
+    call_finish(ex->c, &st);
 }
 
 /* The request is over, answered or not (the client gone, the server
- * stopping): a call that never started its work ends CANCELLED, and one
- * whose answer did not go out whole is logged as such. */
-static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
-                         enum MHD_RequestTerminationCode toe)
+ * stopping): a call that has not ended ends CANCELLED, and one whose
+ * answer did not go out whole is logged as such. ex is freed once on_end
+ * is done with it. */
+static void on_finished(void *state, bool sent)
 {
-    (void)cls, (void)conn;
-    exchange *ex = *req_cls;
-    if (!ex) return;
-    if (ended(ex) && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+    exchange *ex = state;
+    pthread_mutex_lock(&ex->mu);
+    bool ended = ex->ended;
+    pthread_mutex_unlock(&ex->mu);
+    if (ended && !sent) {
         call_answer_lost(ex->c);
-    } else if (!ended(ex)) {
+    } else if (!ended) {
         rpc_status st;
         rpc_status_set(&st, GRPC_STATUS_CANCELLED, NULL, NULL,
                        "the connection closed before the request was complete");
         call_cancel(ex->c);
         call_finish(ex->c, &st);
     }
+    pthread_mutex_lock(&ex->mu);
+    while (!ex->ended)
+        pthread_cond_wait(&ex->answered, &ex->mu);
+    pthread_mutex_unlock(&ex->mu);
     call_unref(ex->c);
-    free(ex->answer);
     free(ex->body);
     release(ex);
+    pthread_cond_destroy(&ex->answered);
     pthread_mutex_destroy(&ex->mu);
     free(ex);
-    *req_cls = NULL;
+}
+
+/* A request the parser refused, in the documented JSON form: it is no
+ * call (its head may not even name a method or a path). */
+static void on_refused(void *cls, const http1_error *e, http_answer *out, char *buf, size_t cap)
+{
+    (void)cls;
+    rpc_status st;
+    http_status_from_parse(e, &st);
+    json_writer w;
+    json_writer_init(&w);
+    http_status_json(&st, &w);
+    char *text = NULL;
+    size_t len = 0;
+    unsigned status = http_status_of(&st);
+    if (!json_writer_done(&w, &text, &len) || len >= cap / 2) {
+        free(text);
+        text = NULL;
+    }
+    size_t body_len = text ? len : sizeof OUT_OF_MEMORY - 1;
+    memcpy(buf, text ? text : OUT_OF_MEMORY, body_len);
+    free(text);
+    answer_headers(status, NULL, buf + body_len, cap - body_len);
+    *out = (http_answer){.status = status,
+                         .content_type = "application/json",
+                         .body = buf,
+                         .body_len = body_len,
+                         .headers = buf + body_len};
 }
 
 /* The answer to a connection past the limits, as every error: JSON. */
@@ -502,29 +435,30 @@ lms_status http_server_start(const http_options *opt, http_server **out, lms_err
     atomic_init(&s->receiving, 0);
     bool tls = opt->tls_cert && opt->tls_cert[0];
     lms_status st = LMS_OK;
-    if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
-        st = lms_fail(err, LMS_ERR_UNSUPPORTED, NULL, "http-listen",
-                      "this libmicrohttpd cannot serve TLS: --http-listen with --tls-cert needs "
-                      "one built with GnuTLS");
-    if (st == LMS_OK && tls) st = tls_read_pair(opt->tls_cert, opt->tls_key, &s->pem, err);
+    if (tls) st = tls_read_pair(opt->tls_cert, opt->tls_key, &s->pem, err);
     if (st == LMS_OK && !(s->refusal = refusal_json()))
         st = lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
-    const http_listener_options lo = {.address = opt->listen,
-                                      .flag = "http-listen",
-                                      .name = "HTTP server",
-                                      .limits = {.max_connections = opt->max_connections,
-                                                 .max_per_peer = opt->max_per_peer,
-                                                 .header_ms = opt->header_timeout_ms,
-                                                 .body_min_rate = opt->body_min_rate},
-                                      .threads = HTTP_THREADS,
-                                      .tls_key = tls ? s->pem.key : NULL,
-                                      .tls_cert = tls ? s->pem.cert : NULL,
-                                      .refusal = s->refusal,
-                                      .refusal_type = "application/json",
-                                      .memory_limit = CONNECTION_BYTES,
-                                      .handler = on_request,
-                                      .completed = on_completed,
-                                      .cls = s};
+    const http_listener_options lo = {
+        .address = opt->listen,
+        .flag = "http-listen",
+        .limits = {.max_connections = opt->max_connections,
+                   .max_per_peer = opt->max_per_peer,
+                   .header_ms = opt->header_timeout_ms,
+                   .body_min_rate = opt->body_min_rate},
+        .parse_limits = {.max_target = MAX_URI_BYTES, .max_fields_bytes = MAX_HEADER_BYTES},
+        .threads = HTTP_THREADS,
+        .tls_key = tls ? s->pem.key : NULL,
+        .tls_cert = tls ? s->pem.cert : NULL,
+        .refusal = s->refusal,
+        .refusal_type = "application/json",
+        .handler = {.begin = begin,
+                    .body = on_body,
+                    .complete = on_complete,
+                    .failed = on_failed,
+                    .hangup = on_hangup,
+                    .finished = on_finished,
+                    .refused = on_refused},
+        .cls = s};
     if (st == LMS_OK) st = http_listener_start(&lo, &s->listener, err);
     if (st != LMS_OK) {
         tls_pem_pair_free(&s->pem);

@@ -1,7 +1,7 @@
 /*
  * http_server.h — the HTTP/1.1 door of the daemon (--http-listen): JSON
- * endpoints served by libmicrohttpd on a few threads behind http_listener's
- * limits and deadlines, TLS when the daemon has a certificate. Each request to an endpoint is a
+ * endpoints served by http_listener (the daemon's own HTTP/1.1 server, on a
+ * few threads, within its limits and deadlines), TLS when the daemon has a certificate. Each request to an endpoint is a
  * call of the call layer (call_open): counted, metered, logged, admitted, drained and ended like a
  * gRPC call, and its work goes through the same path as a gRPC Score. The server owns what HTTP
  * alone has: routing, the API key header, the body (refused past the size limit before it is read,

@@ -28,6 +28,7 @@ unsigned http_status_of(const rpc_status *st)
     case GRPC_STATUS_UNIMPLEMENTED:
         if (strcmp(st->reason, "not_found") == 0) return 404;
         if (strcmp(st->reason, "method_not_allowed") == 0) return 405;
+        if (strcmp(st->reason, "http_version_not_supported") == 0) return 505;
         return 501;
     case GRPC_STATUS_RESOURCE_EXHAUSTED:
         if (strcmp(st->reason, "queue_full") == 0) return 429;
@@ -47,6 +48,15 @@ unsigned http_status_of(const rpc_status *st)
     default:
         return 500;
     }
+}
+
+void http_status_from_parse(const http1_error *e, rpc_status *st)
+{
+    grpc_status_code code = GRPC_STATUS_INVALID_ARGUMENT;
+    if (e->status == 401) code = GRPC_STATUS_UNAUTHENTICATED;
+    if (e->status == 414 || e->status == 431) code = GRPC_STATUS_RESOURCE_EXHAUSTED;
+    if (e->status == 501 || e->status == 505) code = GRPC_STATUS_UNIMPLEMENTED;
+    rpc_status_set(st, code, e->reason, NULL, "%s", e->message);
 }
 
 void http_status_json(const rpc_status *st, json_writer *w)

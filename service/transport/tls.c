@@ -9,6 +9,7 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,38 @@ void tls_pem_pair_free(tls_pem_pair *p)
     free(p->cert);
     free(p->key);
     p->cert = p->key = NULL;
+}
+
+SSL_CTX *tls_server_context(const tls_pem_pair *pem, lms_error *err)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    BIO *cert_bio = BIO_new_mem_buf(pem->cert, -1);
+    BIO *key_bio = BIO_new_mem_buf(pem->key, -1);
+    X509 *leaf = cert_bio ? PEM_read_bio_X509(cert_bio, NULL, no_passphrase, NULL) : NULL;
+    EVP_PKEY *key = key_bio ? PEM_read_bio_PrivateKey(key_bio, NULL, no_passphrase, NULL) : NULL;
+    bool ok = ctx && leaf && key && SSL_CTX_use_certificate(ctx, leaf) == 1 &&
+              SSL_CTX_use_PrivateKey(ctx, key) == 1 &&
+              SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) == 1;
+    for (X509 *extra; ok && (extra = PEM_read_bio_X509(cert_bio, NULL, no_passphrase, NULL));)
+        if (SSL_CTX_add0_chain_cert(ctx, extra) != 1) {
+            X509_free(extra);
+            ok = false;
+        }
+    if (ok) {
+        SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+        /* a write retried after WANT_WRITE may come from a buffer that grew */
+        SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    }
+    X509_free(leaf);
+    EVP_PKEY_free(key);
+    BIO_free(cert_bio);
+    BIO_free(key_bio);
+    ERR_clear_error();
+    if (ok) return ctx;
+    SSL_CTX_free(ctx);
+    lms_fail(err, LMS_ERR_INVALID_ARGUMENT, NULL, "tls-cert",
+             "OpenSSL refused the TLS certificate and key for the HTTP server");
+    return NULL;
 }
 
 grpc_server_credentials *tls_server_credentials(const char *cert_path, const char *key_path,

@@ -1,12 +1,13 @@
 /*
  * tls.h — the server's credentials: plaintext, or TLS from the PEM files
  * of --tls-cert and --tls-key, checked before gRPC (or the HTTP server)
- * sees them.
+ * sees them; the HTTP listener's OpenSSL context.
  */
 #ifndef LMSCORED_TLS_H
 #define LMSCORED_TLS_H
 
 #include <grpc/grpc_security.h>
+#include <openssl/ssl.h>
 
 #include "lmscore.h"
 
@@ -26,6 +27,11 @@ typedef struct {
 lms_status tls_read_pair(const char *cert_path, const char *key_path, tls_pem_pair *out,
                          lms_error *err);
 void tls_pem_pair_free(tls_pem_pair *p);
+
+/* An OpenSSL server context for the HTTP listener from a checked pair (the
+ * certificate first, the rest of the chain after it): TLS 1.2 and later, no
+ * renegotiation. NULL with err set when OpenSSL refuses it. */
+SSL_CTX *tls_server_context(const tls_pem_pair *pem, lms_error *err);
 
 /* Insecure credentials when cert_path is NULL or empty; otherwise TLS from
  * tls_read_pair's files. NULL with err set when that fails. */

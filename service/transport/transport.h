@@ -3,7 +3,8 @@
  * calls go through (call: gRPC core's op batches, or a sink for a call
  * another door opened), the gRPC server and its completion-queue thread
  * (server), the HTTP/1.1 server and the slow-client-proof listener under it
- * (http_server, http_listener, mhd_log, listen_addr), gRPC core's own log
+ * (http_server, http_listener, http1_parser: the request framing,
+ * listen_addr), gRPC core's own log
  * messages (grpc_log), TLS (tls), who may
  * call (api_keys), who a call is (request_context), and the wire formats a
  * door reads and writes before any handler runs: the protobuf wire check

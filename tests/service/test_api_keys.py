@@ -261,6 +261,28 @@ def test_two_authorization_headers_are_refused(daemon):
         assert http_error(json.loads(got)) == ("invalid_api_key", None), got
 
 
+def test_a_nul_in_the_authorization_header_is_refused(daemon):
+    """A valid key followed by a NUL and more bytes is a wrong key, refused
+    401 invalid_api_key as JSON (with WWW-Authenticate) and the connection
+    closed, never read as the key before the NUL; the same key alone is
+    served."""
+    api = Http(daemon)
+    body = b'{"query": [1], "items": [[2]], "label_token_ids": [3]}'
+    for value, status in ((b"Bearer %s\x00junk" % KEYS[0].encode(), 401),
+                          (b"Bearer %s" % KEYS[0].encode(), 200)):
+        with socket.create_connection(("127.0.0.1", api.port), timeout=60) as s:
+            s.sendall(b"POST /v1/score HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                      b"Authorization: %s\r\nContent-Length: %d\r\n\r\n%s"
+                      % (value, len(body), body))
+            data = read_until_close(s)
+        assert data.count(b"HTTP/1.1 ") == 1, data
+        head, _, got = data.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 %d " % status), data
+        if status == 401:
+            assert b"\r\nWWW-Authenticate: Bearer" in head, head
+            assert http_error(json.loads(got)) == ("invalid_api_key", None), got
+
+
 @pytest.mark.parametrize("content,message", [
     ("", "holds no key"),
     ("# nothing but comments\n\n", "holds no key"),

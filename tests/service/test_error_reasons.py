@@ -3,8 +3,9 @@ the comment of protos/lmscore/v1/score.proto and in docs/api.md's error table.
 
 The reasons are read from the C sources: the reason argument of every
 rpc_status_set (the service's statuses), every lms_fail (engine and
-service errors, mapped onto statuses by rpc_status_from_error) and every
-json_fail (the HTTP API's reading of its bodies), less the few
+service errors, mapped onto statuses by rpc_status_from_error), every
+json_fail (the HTTP API's reading of its bodies) and every refusal of the
+HTTP parser (fail(err, STATUS, reason, ...) in http1_parser.c), less the few
 that only startup errors carry, which are logged and never sent.
 """
 import glob
@@ -20,6 +21,8 @@ STARTUP_ONLY = {
 CALL = re.compile(r'\b(?:rpc_status_set|lms_fail)\(\s*[^,]+,\s*[A-Z_]+,\s*"([a-z_]+)"', re.S)
 # the HTTP API's JSON reading: json_fail(reader, reason, field, ...)
 JSON_FAIL = re.compile(r'\bjson_fail\(\s*[^,]+,\s*"([a-z_]+)"', re.S)
+# the HTTP parser's refusals: fail(err, 400, reason, ...)
+PARSER_FAIL = re.compile(r'\bfail\(\s*err,\s*\d+,\s*"([a-z_]+)"', re.S)
 
 
 def source_reasons():
@@ -28,7 +31,8 @@ def source_reasons():
             glob.glob(os.path.join(SOURCE, "service", "**", "*.c"), recursive=True):
         with open(path, encoding="utf-8") as f:
             text = f.read()
-            for reason in CALL.findall(text) + JSON_FAIL.findall(text):
+            for reason in CALL.findall(text) + JSON_FAIL.findall(text) + \
+                    PARSER_FAIL.findall(text):
                 found.setdefault(reason, os.path.relpath(path, SOURCE))
     return found
 

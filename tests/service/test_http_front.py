@@ -9,6 +9,7 @@ for a new connection.
 import json
 import os
 import signal
+import socket
 import ssl
 import statistics
 import subprocess
@@ -174,6 +175,33 @@ def test_deadlines():
         data = read_until_close(s)
         s.close()
         assert data.startswith(b"HTTP/1.1 200 "), data
+
+
+def test_a_slow_reader_is_cut_at_the_answer_deadline():
+    """An answer must be taken within --http-header-timeout of being ready:
+    a client that asks for large answers (1,000 pipelined GET /openapi.json,
+    33 MB) and reads none has its connection closed once the socket buffers
+    are full and the answer waiting has had its second, not held open for
+    ever; the answer cut off is logged as such (CANCELLED, its status
+    decided named)."""
+    with Daemon("--http-listen", "127.0.0.1:0", "--http-header-timeout", "1s",
+                "--log-level", "debug") as d:
+        api = Http(d)
+        request = b"GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n"
+        with raw_connect(api.port, request.replace(b"\r\n\r\n",
+                                                   b"\r\nConnection: close\r\n\r\n")) as s:
+            one = len(read_until_close(s))
+        n = 1000
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", api.port))
+        s.sendall(request * n)
+        time.sleep(4)  # the buffers fill at once; the deadline is 1 s after
+        s.settimeout(10)  # a connection still open fails here (TimeoutError)
+        got = read_until_close(s)
+        s.close()
+        assert got.startswith(b"HTTP/1.1 200 ") and len(got) < n * one // 2, (len(got), n * one)
+        d.wait_for_log(r"call finished.*/openapi.json.*CANCELLED", 10)
 
 
 def still_open(s):
