@@ -31,7 +31,6 @@ RUN apt-get update \
         libgomp1 \
         libgrpc29 \
         libjson-c5 \
-        libmicrohttpd12 \
         libpcre2-8-0 \
         libprotobuf-c1 \
         libssl3 \

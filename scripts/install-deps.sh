@@ -17,7 +17,7 @@ set -eu
 BUILD="gcc g++ clang libomp-14-dev cmake make pkg-config git ca-certificates
  libgrpc-dev protobuf-compiler protobuf-c-compiler libprotobuf-c-dev
  libopenblas-openmp-dev libsystemd-dev libpcre2-dev libjson-c-dev libutf8proc-dev
- libmicrohttpd-dev libssl-dev"
+ libssl-dev"
 TEST="libcmocka-dev libclang-rt-14-dev llvm-14 python3 python3-numpy
  python3-grpcio python3-grpc-tools python3-protobuf python3-pytest
  gnuplot-nox systemd protobuf-compiler-grpc

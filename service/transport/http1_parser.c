@@ -301,6 +301,13 @@ static http1_result read_framing(const char *buf, http1_request *req, http1_erro
     return HTTP1_DONE;
 }
 
+static http1_result fields_too_large(const http1_limits *lim, http1_error *err)
+{
+    return fail(err, 431, "headers_too_large",
+                "the request's header fields take more than %zu bytes, or are more than %d",
+                lim->max_fields_bytes, HTTP1_MAX_FIELDS);
+}
+
 http1_result http1_head_feed(http1_head_parser *p, http1_request *req, const char *buf, size_t len,
                              const http1_limits *lim, http1_error *err)
 {
@@ -308,18 +315,21 @@ http1_result http1_head_feed(http1_head_parser *p, http1_request *req, const cha
         size_t from = p->scanned > p->pos ? p->scanned : p->pos;
         const char *lf = from < len ? memchr(buf + from, '\n', len - from) : NULL;
         bool request_line = req->method.len == 0;
+        const char *line = buf + p->pos;
+        /* the line so far, without its LF: a line not yet whole is checked
+         * as far as it goes, and a whole one the same way first, so that
+         * bytes get the same refusal whether they come at once or not */
+        size_t n = lf ? (size_t)(lf - line) : len - p->pos;
+        bool leading_cr = request_line && p->pos == 0 && n == 1 && line[0] == '\r';
+        if (request_line && !leading_cr &&
+            check_partial_request_line(line, n, lim, err) == HTTP1_ERROR)
+            return HTTP1_ERROR;
+        if (!request_line && p->field_bytes + n + (lf != NULL) > lim->max_fields_bytes)
+            return fields_too_large(lim, err);
         if (!lf) {
             p->scanned = len;
-            size_t partial = len - p->pos;
-            if (request_line) return check_partial_request_line(buf + p->pos, partial, lim, err);
-            if (p->field_bytes + partial > lim->max_fields_bytes)
-                return fail(err, 431, "headers_too_large",
-                            "the request's header fields take more than %zu bytes",
-                            lim->max_fields_bytes);
             return HTTP1_MORE;
         }
-        const char *line = buf + p->pos;
-        size_t n = (size_t)(lf - line);
         if (n == 0 || line[n - 1] != '\r')
             return fail(err, 400, MALFORMED, "a line ends with a bare LF, not CRLF");
         n--;
@@ -337,11 +347,7 @@ http1_result http1_head_feed(http1_head_parser *p, http1_request *req, const cha
             return read_framing(buf, req, err);
         }
         p->field_bytes += n + 2;
-        if (p->field_bytes > lim->max_fields_bytes || req->n_fields == HTTP1_MAX_FIELDS)
-            return fail(err, 431, "headers_too_large",
-                        "the request's header fields take more than %zu bytes, or are more "
-                        "than %d",
-                        lim->max_fields_bytes, HTTP1_MAX_FIELDS);
+        if (req->n_fields == HTTP1_MAX_FIELDS) return fields_too_large(lim, err);
         if (parse_field(buf, line, n, &req->fields[req->n_fields], err) == HTTP1_ERROR)
             return HTTP1_ERROR;
         req->n_fields++;

@@ -72,7 +72,7 @@
  * goes on sending a body refused is not read for ever). */
 #define LINGER_MS    1000
 #define LINGER_BYTES (256 << 10)
-#define READ_BYTES (16 << 10)
+#define READ_BYTES   (16 << 10)
 
 typedef enum {
     PHASE_HEADERS,   /* reading a request's line and headers, or idle between requests */
@@ -134,7 +134,7 @@ struct conn {
     bool interim;     /* out is a 100 Continue: the body follows */
     bool close_after; /* out is the connection's last answer */
     bool hungup;
-    size_t dropped; /* S_LINGER: bytes read and dropped */
+    size_t dropped;  /* S_LINGER: bytes read and dropped */
     uint32_t events; /* the epoll interest, when registered */
     bool registered;
     bool queued; /* on its thread's posted list */
@@ -542,8 +542,10 @@ static bool take_answer(conn *c, char *answer, size_t head, size_t len, bool clo
 void http_request_answer(http_request *pub, const http_answer *a)
 {
     request *rq = (request *)pub;
+    http_answer sent = *a;
+    sent.head_only |= strcmp(pub->method, "HEAD") == 0; /* RFC 9110 9.3.2: no content */
     size_t head = 0, len = 0;
-    char *answer = format_answer(a, &head, &len);
+    char *answer = format_answer(&sent, &head, &len);
     pthread_mutex_lock(&rq->mu);
     if (rq->closed || rq->answered) {
         pthread_mutex_unlock(&rq->mu);
@@ -556,19 +558,19 @@ void http_request_answer(http_request *pub, const http_answer *a)
     rq->answer_head = head;
     rq->answer_len = len;
     rq->answer_close = a->close || !answer;
+    /* queued under rq->mu: the connection cannot close (and leave the
+     * list) before it is; from the connection's own thread too (a call
+     * ended there may be another connection's), where the answer of the
+     * request whose callback runs is also seen when the callback returns */
     worker *w = rq->c->w;
-    if (!pthread_equal(pthread_self(), w->thread)) {
-        /* under rq->mu: the connection cannot close (and leave the list)
-         * before it is queued */
-        pthread_mutex_lock(&w->mu);
-        if (!rq->c->queued) {
-            rq->c->queued = true;
-            rq->c->queue_next = w->posted;
-            w->posted = rq->c;
-        }
-        pthread_mutex_unlock(&w->mu);
-        wake_worker(w);
+    pthread_mutex_lock(&w->mu);
+    if (!rq->c->queued) {
+        rq->c->queued = true;
+        rq->c->queue_next = w->posted;
+        w->posted = rq->c;
     }
+    pthread_mutex_unlock(&w->mu);
+    wake_worker(w);
     pthread_mutex_unlock(&rq->mu);
 }
 
@@ -738,6 +740,7 @@ static step start_request(conn *c)
     consume(c, head_len);
     http1_head_init(&c->hp, &c->head);
     c->rq = rq;
+    c->hungup = false;
     bool body = rq->parsed.chunked || rq->parsed.content_length > 0;
     c->body_left = rq->parsed.content_length;
     c->body_done = !body;

@@ -1,13 +1,13 @@
 /*
  * http_server.h — the HTTP/1.1 door of the daemon (--http-listen): JSON
  * endpoints served by http_listener (the daemon's own HTTP/1.1 server, on a
- * few threads, within its limits and deadlines), TLS when the daemon has a certificate. Each request to an endpoint is a
- * call of the call layer (call_open): counted, metered, logged, admitted, drained and ended like a
- * gRPC call, and its work goes through the same path as a gRPC Score. The server owns what HTTP
- * alone has: routing, the API key header, the body (refused past the size limit before it is read,
- * and within a budget of memory for every body being received), waiting for the call's end while
- * watching for the client to go away (which cancels the call), and the answer (the endpoint's JSON,
- * or the status as JSON: http_status.h).
+ * few threads, within its limits and deadlines), TLS when the daemon has a certificate. Each
+ * request to an endpoint is a call of the call layer (call_open): counted, metered, logged,
+ * admitted, drained and ended like a gRPC call, and its work goes through the same path as a gRPC
+ * Score. The server owns what HTTP alone has: routing, the API key header, the body (refused past
+ * the size limit before it is read, and within a budget of memory for every body being received),
+ * waiting for the call's end while watching for the client to go away (which cancels the call), and
+ * the answer (the endpoint's JSON, or the status as JSON: http_status.h).
  */
 #ifndef LMSCORED_HTTP_SERVER_H
 #define LMSCORED_HTTP_SERVER_H
