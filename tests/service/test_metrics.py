@@ -337,9 +337,8 @@ def test_process_metrics_are_the_kernels_figures():
         assert value(s, "lmscore_serving") == 1
 
         # descriptors: the scrape's own connection is open while it is
-        # counted, as two (libmicrohttpd's and the acceptor's dup of it,
-        # service/http_listener.c), and the startup's health-check
-        # connection may not be closed yet
+        # counted (service/transport/http_listener.c), and the startup's
+        # health-check connection may not be closed yet
         fds = len(os.listdir(f"/proc/{d.proc.pid}/fd"))
         assert fds <= value(s, "process_open_fds") <= fds + 3
         # a connection each (channels to one target otherwise share one)
@@ -507,7 +506,7 @@ def test_metrics_survive_slow_and_idle_clients():
         finally:
             attack.stdin.close()
             attack.wait(timeout=30)
-        # one may be pushed out: a scrape whose request libmicrohttpd has not
+        # one may be pushed out: a scrape whose request the server has not
         # parsed yet when eight of the attacker's reconnections arrive is the
         # peer's oldest reading connection by then
         assert sum(t is None for t in during) <= 1, during
