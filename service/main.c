@@ -570,8 +570,8 @@ static void log_listening(const lmscored *d)
 
 /* Before a listener starts: false, having logged the port and the cause,
  * when its address cannot be bound. gRPC core would say only "cannot
- * listen" in its own words, and libmicrohttpd name port 0 (the port it was
- * given, not the address's). */
+ * listen" in its own words; every listen flag, HTTP's too, gets the same
+ * record this way. */
 static bool can_listen(const char *address, const char *flag)
 {
     int port, errnum;

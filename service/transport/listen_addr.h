@@ -2,7 +2,8 @@
  * listen_addr.h — a HOST:PORT flag value (--metrics-listen, --http-listen)
  * as the socket address to bind; "[v6]:port" for IPv6 literals. And a probe
  * of whether an address can be bound, with the cause when not, for the
- * listeners whose libraries do not say (gRPC core, libmicrohttpd).
+ * listener whose library does not say (gRPC core), and so that every
+ * listen flag's failure is the same record.
  */
 #ifndef LMSCORED_LISTEN_ADDR_H
 #define LMSCORED_LISTEN_ADDR_H
