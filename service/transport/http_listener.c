@@ -708,10 +708,12 @@ static step refuse_request(conn *c, const http1_error *e)
 static step body_complete(conn *c)
 {
     c->body_done = true;
-    const http_handler *h = &c->w->l->opt.handler;
-    if (!answered(c->rq) && h->complete) h->complete(c->rq->state);
+    /* waiting before the work starts: a connection whose work runs is
+     * never taken for a reader and closed for a new one */
     c->state = S_WAIT;
     set_phase(c, PHASE_WAITING);
+    const http_handler *h = &c->w->l->opt.handler;
+    if (!answered(c->rq) && h->complete) h->complete(c->rq->state);
     return STEP_GO;
 }
 
