@@ -35,19 +35,17 @@ def main(n_slow, n_flood, seconds, source="127.0.0.2"):
     with Daemon("--metrics-listen", "127.0.0.1:0") as d:
         url = Metrics(d).url
         port = int(url.rsplit(":", 1)[1].split("/")[0])
-        stop = threading.Event()
-        attackers = [threading.Thread(target=slowloris, args=(port, source, n_slow, stop, 5.0)),
-                     threading.Thread(target=flood, args=(port, source, n_flood))]
-        for t in attackers:
-            t.start()
+        attack = slowloris(port, source, n_slow, 5.0)
+        flooder = threading.Thread(target=flood, args=(port, source, n_flood))
+        flooder.start()
         scrapes, end = [], time.monotonic() + seconds
         while time.monotonic() < end:
             scrapes.append(scrape_seconds(url))
             time.sleep(0.5)
         during = metrics_port_sockets(port)
-        stop.set()
-        for t in attackers:
-            t.join()
+        attack.stdin.close()  # the slowloris process closes everything and exits
+        attack.wait(timeout=60)
+        flooder.join()
         closed, recovered = time.monotonic(), None
         while recovered is None and time.monotonic() - closed < 30:
             if scrape_seconds(url) is not None:
