@@ -16,7 +16,9 @@
  *                                  even)
  *
  * Packing runs in parallel (OpenMP), in chunks of panels handed out
- * dynamically over all the jobs at once.
+ * dynamically over all the jobs at once, into buffers that ask for
+ * transparent huge pages (a load writes gigabytes once: 2 MiB faults, not
+ * 4 KiB ones).
  */
 #ifndef LMS_WEIGHTS_PACK_H
 #define LMS_WEIGHTS_PACK_H

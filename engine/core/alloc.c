@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define HEADER 64
 
@@ -46,6 +48,14 @@ void lms_free(void *p)
     memcpy(&bytes, base, sizeof bytes);
     atomic_fetch_sub(&current_bytes, bytes);
     free(base);
+}
+
+void lms_advise_huge_pages(void *p, size_t bytes)
+{
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t first = ((uintptr_t)p + page - 1) / page * page;
+    const uintptr_t last = ((uintptr_t)p + bytes) / page * page;
+    if (last > first) madvise((void *)first, last - first, MADV_HUGEPAGE);
 }
 
 size_t lms_alloc_current_bytes(void)

@@ -2,7 +2,8 @@
  * test_weights_pack.c — the packed weight formats (weights_pack.c,
  * weights.c): every element of a packed matrix is the value weights_pack.h
  * promises, for every (stored type, format) pair, ggml's block types with
- * sane and wild scales alike.
+ * sane and wild scales alike, in the vector tiers' layout and (Q8_0) with
+ * the signed codes the amx tiers own.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -125,11 +126,56 @@ static void test_packed_block_values(void **state)
     free(row);
 }
 
+/* Q8_0 packed for a tier that holds full-range codes as signed bytes
+ * (weights.h signed_codes, set as compute_tier_own_layout sets it) keeps
+ * the same numbers: each code byte is the biased layout's with its top bit
+ * flipped, the scales are the same, and every element is ggml's value. */
+static void test_q8_0_signed_codes(void **state)
+{
+    (void)state;
+    const int32_t n = 45, k = 512;
+    float *want = malloc((size_t)n * k * sizeof *want), *row = malloc((size_t)k * sizeof *row);
+    for (int wild = 0; wild < 2; wild++) {
+        unsigned char *src = random_blocks(LMS_DTYPE_Q8_0, n, k, 19, wild);
+        lms_ggml_blocks_to_f32(LMS_DTYPE_Q8_0, src, (size_t)n * k / 32, want);
+        void *biased_buffer, *signed_buffer;
+        const lms_weights biased = pack(LMS_DTYPE_Q8_0, src, LMS_WEIGHTS_Q8, n, k, &biased_buffer);
+        lms_weights w;
+        lms_error err = {0};
+        assert_int_equal(
+            lms_weights_alloc(&w, LMS_DTYPE_Q8_0, LMS_WEIGHTS_Q8, n, k, &signed_buffer, &err),
+            LMS_OK);
+        w.layout.bias = 0;
+        w.layout.signed_codes = true;
+        const lms_pack_job job = {LMS_DTYPE_Q8_0, src, &w, false};
+        assert_int_equal(lms_pack_run(&job, 1, NULL, &err), LMS_OK);
+        size_t parts[LMS_Q8_PARTS];
+        lms_weights_q8_parts(&w, parts);
+        for (size_t i = 0; i < parts[0]; i++)
+            if (w.q8[i] != (biased.q8[i] ^ 0x80))
+                fail_msg("code byte %zu: %#x, the biased layout's %#x", i, w.q8[i], biased.q8[i]);
+        assert_memory_equal(w.scale16, biased.scale16, parts[1]);
+        for (int32_t r = 0; r < n; r++) {
+            lms_weights_row(&w, r, row);
+            for (int32_t i = 0; i < k; i++)
+                if (!same_bits(row[i], want[(size_t)r * k + i]))
+                    fail_msg("[%d][%d] = %a, want %a", r, i, (double)row[i],
+                             (double)want[(size_t)r * k + i]);
+        }
+        lms_free(signed_buffer);
+        lms_free(biased_buffer);
+        free(src);
+    }
+    free(want);
+    free(row);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_packed_values),
         cmocka_unit_test(test_packed_block_values),
+        cmocka_unit_test(test_q8_0_signed_codes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
