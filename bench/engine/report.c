@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cpu_name.h"
+
 #define MIB (1024.0 * 1024.0)
 
 static FILE *open_in(const char *dir, const char *name)
@@ -54,23 +56,6 @@ int report_close(report *r)
     return rc;
 }
 
-static void cpu_model(char *out, size_t size)
-{
-    snprintf(out, size, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        const char *colon = strchr(line, ':');
-        if (strncmp(line, "model name", 10) == 0 && colon) {
-            snprintf(out, size, "%s", colon + 2);
-            out[strcspn(out, "\n")] = 0;
-            break;
-        }
-    }
-    fclose(f);
-}
-
 static void load_average(char *out, size_t size)
 {
     snprintf(out, size, "unknown");
@@ -109,7 +94,7 @@ static void tuning_environment(char *out, size_t size)
 void report_header(report *r, const char *model_path, const lms_model_info *c, double load_seconds)
 {
     char cpu[256], load[64], env[256];
-    cpu_model(cpu, sizeof cpu);
+    bench_cpu_name(cpu, sizeof cpu);
     load_average(load, sizeof load);
     tuning_environment(env, sizeof env);
     fprintf(r->md,

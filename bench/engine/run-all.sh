@@ -7,10 +7,13 @@
 # Each part is bench/PART/run.sh BUILD_DIR, in this order:
 #   engine        bench_engine on models/qwen3-0.6b.gguf and its plot (the
 #                 CSVs and the PNG copied to docs/bench/ by a complete run);
+#   load          lms_engine_open's time and rate on files in the page cache,
+#                 the Qwen3-8B geometry as Q8_0 among them;
 #   tokenizer     encode throughput against the reference JS tokenizer;
 #   service       the service overhead over gRPC and HTTP;
 #   sizing        the replica sizing docs/deployment.md refers to;
 #   lm_head       the LM head against an sgemm head;
+#   peak          one core's peak rate of each instruction the kernels use;
 #   matmul        the projection kernels against OpenBLAS and oneDNN;
 #   int8_layouts  the int8 kernels on each ggml block type's layout;
 #   phases        a forward pass phase by phase at 1 and 2 threads;
@@ -26,7 +29,7 @@
 # BENCH_PARTS (environment) runs only the parts it names, e.g.
 # BENCH_PARTS="matmul lm_head"; each part's run.sh names its own variables.
 set -u
-parts="engine tokenizer service sizing lm_head matmul int8_layouts phases metrics precision peer"
+parts="engine load tokenizer service sizing lm_head peak matmul int8_layouts phases metrics precision peer"
 if [ "${1:-}" = --parts ]; then
     echo "$parts"
     exit 0

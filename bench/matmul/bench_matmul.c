@@ -22,7 +22,10 @@
  *                accuracy gates is not expressible there)
  *
  * Each is the best of N runs (default 5) after one warm-up; the table gives
- * GFLOP/s and the ratio to sgemm measured in the same run. lmscore's
+ * GFLOP/s and the ratio to sgemm measured in the same run, and for
+ * lmscore's projections the share of the peak of the instruction the
+ * tier's kernel rests on (bench/peak/peak.h: one core's rate, measured at
+ * the start, times the threads). lmscore's
  * kernels are checked against sgemm on the way (relative error bounds per
  * precision); the exit status is 1 when one is off.
  */
@@ -41,6 +44,7 @@
 #include "clock.h"
 #include "cpu.h"
 #include "matmul.h"
+#include "peak.h"
 #include "weights_pack.h"
 
 typedef struct {
@@ -53,6 +57,10 @@ static const int32_t ROWS[] = {32, 128, 512, 2000};
 #define N_ROWS (int)(sizeof ROWS / sizeof ROWS[0])
 
 enum { SGEMM, F32, BF16, INT8, INT8X2, DNNL_F32, DNNL_BF16, DNNL_INT8, N_METHODS };
+
+/* The peak of all threads (GFLOP/s or GOP/s) of the instruction under each
+ * of lmscore's methods, 0 where there is none (peak.h). */
+static double method_peak[N_METHODS];
 static const char *METHOD_NAMES[N_METHODS] = {"sgemm",  "f32",      "bf16",      "int8",
                                               "int8x2", "dnnl f32", "dnnl bf16", "dnnl int8"};
 
@@ -339,6 +347,9 @@ static bool bench_one(const matmul_config *cfg, const shape *s, int32_t m, int r
             printf(" – |");
         else if (i == SGEMM)
             printf(" %.0f |", flop / seconds[i] * 1e-9);
+        else if (method_peak[i] > 0)
+            printf(" %.0f (%.2f×, %.0f%%) |", flop / seconds[i] * 1e-9, seconds[SGEMM] / seconds[i],
+                   100 * flop / seconds[i] * 1e-9 / method_peak[i]);
         else
             printf(" %.0f (%.2f×) |", flop / seconds[i] * 1e-9, seconds[SGEMM] / seconds[i]);
     }
@@ -410,8 +421,24 @@ int main(int argc, char **argv)
            omp_get_max_threads(), tier->name, tier->f32->isa, tier->w16 ? tier->w16->isa : "–",
            tier->q8 ? tier->q8->isa : "–", openblas_get_config(), openblas_get_corename(),
            dnnl_note);
+    const struct {
+        int method;
+        lms_weights_format format;
+    } peaks[] = {{F32, LMS_WEIGHTS_F32}, {BF16, LMS_WEIGHTS_BF16}, {INT8, LMS_WEIGHTS_Q8}};
+    double core_peak[PEAK_N] = {0}; /* each instruction measured once */
+    printf("peak per core (bench_peak):");
+    for (size_t i = 0; i < sizeof peaks / sizeof *peaks; i++) {
+        const peak_kind kind = peak_of_tier(tier, peaks[i].format);
+        if (kind == PEAK_NONE || !peak_available(kind)) continue;
+        if (!core_peak[kind]) core_peak[kind] = peak_rate(kind, smoke ? 0.01 : 0.5);
+        const double core = core_peak[kind];
+        method_peak[peaks[i].method] = core * omp_get_max_threads();
+        printf(" %s `%s` %.1f %s;", METHOD_NAMES[peaks[i].method], peak_instruction(kind), core,
+               peak_unit(kind));
+    }
+    printf(" times %d threads\n", omp_get_max_threads());
     printf("GFLOP/s (GOP/s for int8), best of %d by %s; in brackets the speed-up over sgemm in "
-           "this run\n\n",
+           "this run and, for lmscore's kernels, the share of the peak of all threads\n\n",
            reps, cpu_clock ? "CPU time per thread" : "wall time");
     printf("| shape N×K | M |");
     for (int i = 0; i < N_METHODS; i++)
