@@ -27,6 +27,10 @@ void lms_cpu_detect(lms_cpu_features *out)
     out->avx512 =
         out->avx2 && zmm_state && (b & bit_AVX512F) && (b & bit_AVX512BW) && (b & bit_AVX512VL);
     out->avx512_vnni = out->avx512 && (c & bit_AVX512VNNI);
+    /* CPUID.7.1:EAX bit 5 (leaf 7's subleaf 1 exists where 7.0:EAX >= 1) */
+    unsigned a1 = 0, b1, c1, d1;
+    if (a >= 1) __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1);
+    out->avx512_bf16 = out->avx512_vnni && (a1 & (1u << 5));
     /* CPUID.7.0:EDX bits 22, 24, 25 (gcc's and clang's cpuid.h name them
      * differently) */
     const unsigned amx_bf16 = 1u << 22, amx_tile = 1u << 24, amx_int8 = 1u << 25;

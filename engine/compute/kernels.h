@@ -27,7 +27,7 @@
  *             of code_x), one f32 product (q8_act_row.sum)
  *           then y = acc, or y = y + acc when accumulating
  *
- *   BF16 on a tier with bf16 activations (the amx tiers):
+ *   BF16 on the amx tiers:
  *           x[kk] = hi + lo, hi = bf16(x[kk]), lo = bf16(x[kk] - hi)
  *           (nearest even; lo = 0 where hi is not finite), zeros past k
  *           up to a multiple of 32; acc = 0; per chunk of 32 k values in
@@ -36,11 +36,21 @@
  *           from 0, fused multiply-adds with DAZ and FTZ, their sum added
  *           to acc); then y = acc, or y = y + acc when accumulating
  *
+ *   BF16 on the avx512-bf16 tier:
+ *           x[kk] = hi + lo as above, zeros past k; acc = 0; per pair p of
+ *           k values (2p, 2p + 1; a weight past k is 0) in order, for hi
+ *           then lo: VDPBF16PS' step as the SDM defines it
+ *           (kernels_avx512_bf16_reference.c: the odd product, then the
+ *           even one, each a fused multiply-add into acc with DAZ and FTZ);
+ *           then y = acc, or y = y + acc when accumulating
+ *
  * so the tiers that share a sequence give the same bits, and on every
  * tier a row's result depends on nothing but that row (no reduction
  * crosses rows, no order depends on the batch): within a tier every
  * algorithm and batch gives a row the same bits. Across the two dense
  * sequences results differ within the precision gates (docs/engine.md).
+ * (A self-check at start-up holds a tier with bf16 activations to its own
+ * sequence: tier_proof.c.)
  */
 #ifndef LMS_KERNELS_H
 #define LMS_KERNELS_H
@@ -187,5 +197,15 @@ matmul_block_fn matmul_panels;
  * matmul_panels: on the instructions (kernels_amx.c) or on their
  * emulation (kernels_amx_emulated.c). */
 matmul_block_fn matmul_amx, matmul_amx_emulated;
+
+/* BF16 matrices by vdpbf16ps, the others through matmul_panels
+ * (kernels_avx512_bf16.c; its plain-C reference is a tier of its own,
+ * tier.h). */
+matmul_block_fn matmul_avx512_bf16;
+
+/* One lane of VDPBF16PS as the SDM defines it: acc plus the products of
+ * the bf16 pairs a and b (even element in the low half), the odd one
+ * first, each a fused multiply-add with DAZ and FTZ, RNE. */
+float kernel_vdpbf16ps_lane(float acc, uint32_t a, uint32_t b);
 
 #endif

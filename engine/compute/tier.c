@@ -41,6 +41,11 @@ static bool has_amx(const lms_cpu_features *cpu)
     return cpu->amx;
 }
 
+static bool has_avx512_bf16(const lms_cpu_features *cpu)
+{
+    return cpu->avx512_bf16;
+}
+
 static bool has_avx512_vnni(const lms_cpu_features *cpu)
 {
     return cpu->avx512_vnni;
@@ -107,6 +112,28 @@ static const compute_tier AMX = {
     .proven_against = &AMX_EMULATED,
 };
 
+/* AVX-512 BF16 (AMD Zen 4 on, Intel Cooper Lake and Sapphire Rapids on):
+ * BF16 projections by vdpbf16ps, x as two bf16 values, in the amx tiers'
+ * k pairs (kernels_avx512_bf16.c); F16 (kept exact), f32 and Q8 matrices
+ * and attention on the avx512-vnni kernels. Offered once its kernel
+ * matched the plain-C reference at start-up. Never executed on this
+ * project's machines (none has AVX-512 BF16): the self-check guards it. */
+static const compute_tier AVX512_BF16 = {
+    .name = "avx512-bf16",
+    .needs = "AVX-512 F, BW, VL, VNNI and BF16",
+    .runs_on = has_avx512_bf16,
+    .formats = ALL_FORMATS,
+    .vec = &vec_kernels_avx512,
+    .f32 = &f32_kernels_avx512,
+    .w16 = &w16_kernels_avx512,
+    .q8 = &q8_kernels_avx512_vnni,
+    .q8x2 = &q8x2_kernels_avx512_vnni,
+    .block = matmul_avx512_bf16,
+    .bf16_activations = true,
+    .bf16_at = amx_bf16_at,
+    .proven_against = &compute_tier_avx512_bf16_reference,
+};
+
 static const compute_tier AVX512_VNNI = {
     .name = "avx512-vnni",
     .needs = "AVX-512 F, BW, VL and VNNI",
@@ -158,8 +185,8 @@ static const compute_tier GENERIC = {
     .block = matmul_panels,
 };
 
-const compute_tier *const compute_tiers[] = {&AMX,     &AVX512_VNNI,  &AVX512, &AVX2,
-                                             &GENERIC, &AMX_EMULATED, NULL};
+const compute_tier *const compute_tiers[] = {&AMX,  &AVX512_BF16, &AVX512_VNNI,  &AVX512,
+                                             &AVX2, &GENERIC,     &AMX_EMULATED, NULL};
 
 static char isa_names[160];
 

@@ -10,8 +10,9 @@
  * element with a sequence of operations kernels.h defines, fixed by the
  * element's row alone: the vector tiers all the same one (f32
  * activations), so among them the choice of tier changes the speed, never
- * a number; a tier with bf16 activations (bf16_activations: the amx tiers)
- * its own, within the precision gates of the f32 result (docs/engine.md).
+ * a number; a tier with bf16 activations (bf16_activations: the amx tiers,
+ * avx512-bf16) its own, within the precision gates of the f32 result
+ * (docs/engine.md).
  */
 #ifndef LMS_TIER_H
 #define LMS_TIER_H
@@ -48,13 +49,18 @@ typedef struct compute_tier {
     /* Asks the OS for what the tier needs beyond runs_on (AMX: Linux's
      * grant of the tile state); false, why set, when refused. NULL: none. */
     bool (*enable)(char *why, size_t why_size);
-    /* A matrix engine's start-up self-check (compute_tier_proves): the
-     * tier whose bits it must give on a fixed problem; NULL for none. */
+    /* A start-up self-check (compute_tier_proves), of a tier with its own
+     * sequence or instructions the project cannot run: the tier whose bits
+     * it must give on a fixed problem; NULL for none. */
     const struct compute_tier *proven_against;
 } compute_tier;
 
 /* The tiers, the fastest first; NULL-terminated. */
 extern const compute_tier *const compute_tiers[];
+
+/* What avx512-bf16 proves itself against (kernels_avx512_bf16_reference.c;
+ * not in compute_tiers: no tests are generated for it, auto never sees it). */
+extern const compute_tier compute_tier_avx512_bf16_reference;
 
 /* name NULL or "auto": the first tier offered here (emulations left out);
  * a tier the CPU runs but that is not offered (its enable or its

@@ -6,7 +6,10 @@
  * test hook), a refused enable, a fault in its kernel or an int8 product
  * one ulp off make auto pass it over for the next tier and keep why, and
  * fail it when named; auto never picks an emulation; the real amx tier is
- * offered only where the CPU has AMX.
+ * offered only where the CPU has AMX. The avx512-bf16 tier (which no
+ * machine here runs) is dropped on a forced mismatch with its plain-C
+ * reference, and on a CPU that claims AVX-512 BF16 without it, by its
+ * kernel's fault in the self-check.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -203,6 +206,66 @@ static void test_amx_only_where_the_cpu_has_it(void **state)
     }
 }
 
+/* avx512-bf16 against its reference: a copy of the reference that must
+ * prove itself against it (the check's BF16 problem through the plain C on
+ * both sides) passes, and with the forced mismatch is dropped for the
+ * next tier. */
+static void test_avx512_bf16_mismatch_drops_the_tier(void **state)
+{
+    (void)state;
+    const compute_tier *ref = &compute_tier_avx512_bf16_reference;
+    compute_tier bf16 = *ref;
+    bf16.name = "avx512-bf16 probe";
+    bf16.emulated = false;
+    bf16.proven_against = ref;
+    const compute_tier *const tiers[] = {&bf16, find("avx2"), NULL};
+    const compute_tier *got = NULL;
+    char dropped[200] = "";
+    lms_error err = {0};
+    assert_int_equal(
+        compute_tier_select_from(tiers, "auto", &cpu, &got, dropped, sizeof dropped, &err), LMS_OK);
+    assert_ptr_equal(got, &bf16);
+    assert_string_equal(dropped, "");
+    compute_tier_force_mismatch = true;
+    assert_int_equal(
+        compute_tier_select_from(tiers, "auto", &cpu, &got, dropped, sizeof dropped, &err), LMS_OK);
+    compute_tier_force_mismatch = false;
+    print_message("auto: %s; dropped: \"%s\"\n", got->name, dropped);
+    assert_ptr_equal(got, find("avx2"));
+    assert_non_null(
+        strstr(dropped, "avx512-bf16 probe's self-check differs from avx512-bf16-reference"));
+    assert_non_null(strstr(dropped, "of bf16 as bf16"));
+}
+
+/* The real avx512-bf16 tier on a CPU said to have AVX-512 BF16: where it
+ * has it, it proves itself (or says why not); where it lacks it, its
+ * kernel faults (SIGILL) in the self-check, and auto takes the next tier
+ * and keeps why. Named on this CPU, it is refused for what it needs. */
+static void test_avx512_bf16_is_guarded_by_its_self_check(void **state)
+{
+    (void)state;
+    lms_cpu_features said = cpu;
+    said.avx512 = said.avx512_vnni = said.avx512_bf16 = true;
+    const compute_tier *const tiers[] = {find("avx512-bf16"), find("avx2"), NULL};
+    const compute_tier *got = NULL;
+    char dropped[200] = "";
+    lms_error err = {0};
+    assert_int_equal(
+        compute_tier_select_from(tiers, "auto", &said, &got, dropped, sizeof dropped, &err),
+        LMS_OK);
+    print_message("auto on a CPU said to have AVX-512 BF16: %s; dropped: \"%s\"\n", got->name,
+                  dropped);
+    if (!cpu.avx512_bf16) {
+        assert_ptr_equal(got, find("avx2"));
+        assert_non_null(strstr(dropped, "avx512-bf16 faulted (Illegal instruction)"));
+        assert_int_equal(compute_tier_select("avx512-bf16", &cpu, &got, NULL, 0, &err),
+                         LMS_ERR_UNSUPPORTED);
+        assert_non_null(strstr(err.msg, "needs AVX-512 F, BW, VL, VNNI and BF16"));
+    } else if (got != find("avx512-bf16")) {
+        assert_non_null(strstr(dropped, "avx512-bf16"));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -213,6 +276,8 @@ int main(void)
         cmocka_unit_test(test_int8_mismatch_drops_the_tier),
         cmocka_unit_test(test_auto_never_picks_an_emulation),
         cmocka_unit_test(test_amx_only_where_the_cpu_has_it),
+        cmocka_unit_test(test_avx512_bf16_mismatch_drops_the_tier),
+        cmocka_unit_test(test_avx512_bf16_is_guarded_by_its_self_check),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
