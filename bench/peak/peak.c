@@ -149,6 +149,8 @@ peak_kind peak_of_tier(const compute_tier *tier, lms_weights_format format)
         break;
     case LMS_WEIGHTS_F16:
     case LMS_WEIGHTS_BF16:
+        if (format == LMS_WEIGHTS_BF16 && tier->bf16_activations == KERNEL_BF16_VDPBF16PS)
+            return PEAK_BF16_ZMM;
         if (!tier->w16 || (format == LMS_WEIGHTS_BF16 && tier->bf16_activations))
             return PEAK_NONE; /* tiles */
         isa = tier->w16->isa;

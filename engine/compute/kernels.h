@@ -61,6 +61,13 @@
 
 #include "weights.h"
 
+/* Which of the sequences above a tier multiplies BF16 matrices with. */
+typedef enum {
+    KERNEL_BF16_F32 = 0,   /* the dense sequence: x in f32 (every vector tier) */
+    KERNEL_BF16_TDPBF16PS, /* x as hi + lo bf16, tdpbf16ps per chunk of 32 (the amx tiers) */
+    KERNEL_BF16_VDPBF16PS, /* x as hi + lo bf16, vdpbf16ps per pair (avx512-bf16) */
+} kernel_bf16_sequence;
+
 /* What a kernel does with y. */
 typedef enum {
     KERNEL_STORE,      /* y = acc */

@@ -122,7 +122,7 @@ const compute_tier compute_tier_avx512_bf16_reference = {
     .q8 = &q8_kernels_avx2,
     .q8x2 = &q8x2_kernels_avx2,
     .block = reference_block,
-    .bf16_activations = true,
+    .bf16_activations = KERNEL_BF16_VDPBF16PS,
     .bf16_at = amx_bf16_at,
     .emulated = true,
 };

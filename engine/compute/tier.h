@@ -36,9 +36,11 @@ typedef struct compute_tier {
     const q8_kernels *q8;   /* Q8 weights, one code per activation value; or NULL */
     const q8_kernels *q8x2; /* Q8 weights, two codes per activation value; or NULL */
     matmul_block_fn *block; /* a tile of a projection */
-    /* BF16 projections round x to bf16 (kernels.h's bf16 sequence); the
-     * others, and attention, keep kernels.h's f32 sequence. */
-    bool bf16_activations;
+    /* The sequence of BF16 projections (kernels.h): nonzero, x rounded to
+     * bf16 and the tier's own instruction's steps (tiers with the same one
+     * give the same bits); the other projections, and attention, keep
+     * kernels.h's f32 sequence. */
+    kernel_bf16_sequence bf16_activations;
     lms_panel_at_fn *bf16_at; /* the BF16 panels' order (weights.h), NULL for k-major */
     /* Q8 matrices of full-range codes (bias 128: Q8_0, and float weights
      * quantised at load) held as signed bytes (weights.h signed_codes),

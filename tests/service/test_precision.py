@@ -58,13 +58,12 @@ CONFIGS = {
 # multiply BF16 weights with bf16 activations compute bf16 by a sequence of
 # their own; every other precision, and bf16 on the vector tiers, is one
 # sequence on every tier. Across sequences, results are within the gates.
-BF16_ACTIVATION_TIERS = {"amx", "amx-emulated"}
+BF16_SEQUENCES = {"amx": "tdpbf16ps", "amx-emulated": "tdpbf16ps", "avx512-bf16": "vdpbf16ps"}
 GATES = {"logprob_max": 0.02, "logprob_mean": 0.01}
 
 
 def same_sequence(precision, tier_a, tier_b):
-    return precision != "bf16" or (tier_a in BF16_ACTIVATION_TIERS) == (
-        tier_b in BF16_ACTIVATION_TIERS)
+    return precision != "bf16" or BF16_SEQUENCES.get(tier_a) == BF16_SEQUENCES.get(tier_b)
 
 
 def cpu_flags():
@@ -226,9 +225,9 @@ def test_a_dropped_tier_is_named_with_why():
     ([], {"LMSCORE_PRECISION": "INT8"}, "lmscored: LMSCORE_PRECISION --precision: 'INT8' is not "
      "auto, f32, bf16, int8 or int8x2"),
     (["--isa", "avx3"], {}, "lmscored: flag --isa: 'avx3' is not one of "
-     "auto|amx|avx512-vnni|avx512|avx2|generic|amx-emulated"),
+     "auto|amx|avx512-bf16|avx512-vnni|avx512|avx2|generic|amx-emulated"),
     ([], {"LMSCORE_ISA": "sse2"}, "lmscored: LMSCORE_ISA --isa: 'sse2' is not one of "
-     "auto|amx|avx512-vnni|avx512|avx2|generic|amx-emulated"),
+     "auto|amx|avx512-bf16|avx512-vnni|avx512|avx2|generic|amx-emulated"),
 ])
 def test_a_bad_value_is_a_startup_error(args, env, message):
     out = subprocess.run([LMSCORED, "--model", MODEL, "--listen", "127.0.0.1:0", *args],

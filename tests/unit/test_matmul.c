@@ -99,6 +99,27 @@ static float reference_bf16_element(const float *x, const float *wrow, int32_t k
     return acc;
 }
 
+/* kernels.h's avx512-bf16 sequence, per the SDM's vdpbf16ps, from x and
+ * the matrix's values: x as hi and lo as above; per pair of k values
+ * (zeros past k), the hi step, then the lo step, each the odd product then
+ * the even one, fused multiply-adds into acc with DAZ and FTZ. */
+static float reference_vdpbf16_element(const float *x, const float *wrow, int32_t k)
+{
+    float acc = 0.0f;
+    for (int32_t kk = 0; kk < k; kk += 2) {
+        float hi[2] = {0}, lo[2] = {0}, w[2] = {0};
+        for (int32_t e = 0; e < 2 && kk + e < k; e++) {
+            hi[e] = lms_bf16_to_f32(lms_f32_to_bf16(x[kk + e]));
+            lo[e] = lms_bf16_to_f32(lms_f32_to_bf16(x[kk + e] - hi[e]));
+            w[e] = wrow[kk + e];
+        }
+        for (int part = 0; part < 2; part++)
+            for (int e = 1; e >= 0; e--)
+                acc = flush(fmaf(flush(part ? lo[e] : hi[e]), flush(w[e]), flush(acc)));
+    }
+    return acc;
+}
+
 /* pack() in the layout the tier keeps (tier.h compute_tier_own_layout). */
 static lms_weights pack_for(const compute_tier *tier, lms_dtype type, const unsigned char *src,
                             lms_weights_format format, int32_t n, int32_t k, void **buffer)
@@ -168,7 +189,8 @@ static void test_kernels_are_the_reference(void **state)
             const matmul_config cfg = tiers[ti];
             w.x_codes = 1 + run / n_tiers;
             if (!compute_tier_multiplies(cfg.tier, w.format)) continue;
-            const bool bf16_x = cfg.tier->bf16_activations && w.format == LMS_WEIGHTS_BF16;
+            const kernel_bf16_sequence bf16_x =
+                w.format == LMS_WEIGHTS_BF16 ? cfg.tier->bf16_activations : KERNEL_BF16_F32;
             lms_free(buffer);
             w = pack_for(cfg.tier, type, src, cases[cs].format, n, k, &buffer);
             w.x_codes = 1 + run / n_tiers;
@@ -181,10 +203,12 @@ static void test_kernels_are_the_reference(void **state)
                     matmul_prepare(&cfg, &w, x, rows, s, &in);
                     for (int32_t r = 0; r < rows; r++)
                         for (int32_t c = 0; c < n; c++) {
-                            float want =
-                                bf16_x ? reference_bf16_element(x + (size_t)r * k,
-                                                                wrows + (size_t)c * k, k)
-                                       : reference_element(&w, &in, r, c, wrows + (size_t)c * k);
+                            const float *xr = x + (size_t)r * k, *wr = wrows + (size_t)c * k;
+                            float want = bf16_x == KERNEL_BF16_TDPBF16PS
+                                             ? reference_bf16_element(xr, wr, k)
+                                         : bf16_x == KERNEL_BF16_VDPBF16PS
+                                             ? reference_vdpbf16_element(xr, wr, k)
+                                             : reference_element(&w, &in, r, c, wr);
                             if (mode) want = (float)((size_t)r * n + c) * 0.25f + want;
                             const float got = y[(size_t)r * n + c];
                             if (memcmp(&got, &want, sizeof got))

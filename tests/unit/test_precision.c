@@ -137,7 +137,8 @@ static void test_accuracy_gates(void **state)
 }
 
 /* Do tiers a and b compute bf16 projections in different sequences
- * (kernels.h): one of them rounds x to bf16? */
+ * (kernels.h): one of them rounds x to bf16, or they step with different
+ * instructions (tdpbf16ps, vdpbf16ps)? */
 static bool sequences_differ(const compute_tier *a, const compute_tier *b, lms_precision precision)
 {
     return precision == LMS_PRECISION_BF16 && a->bf16_activations != b->bf16_activations;
