@@ -36,22 +36,26 @@
 #include "kernels.h"
 
 enum { BF16_ROWS = 8 };
+/* The row loops unrolled, the helpers inlined: the 16 accumulators stay
+ * in registers. */
+#define UNROLL _Pragma("GCC unroll 8")
+#define INLINE static inline __attribute__((always_inline))
 _Static_assert(LMS_PANEL == 32, "a panel is two zmm of 16 columns");
 
 /* The first n of 16 lanes. */
-static inline __mmask16 lane_mask(int32_t n)
+INLINE __mmask16 lane_mask(int32_t n)
 {
     return n >= 16 ? 0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
 }
 
-static inline void store_half(float *y, __m512 v, int32_t n, kernel_mode mode)
+INLINE void store_half(float *y, __m512 v, int32_t n, kernel_mode mode)
 {
     const __mmask16 m = lane_mask(n);
     if (mode == KERNEL_ACCUMULATE) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, y), v);
     _mm512_mask_storeu_ps(y, m, v);
 }
 
-static inline __m512 dot_pair(__m512 acc, const uint16_t *x, __m512i w)
+INLINE __m512 dot_pair(__m512 acc, const uint16_t *x, __m512i w)
 {
     int32_t pair;
     memcpy(&pair, x, sizeof pair);
@@ -65,8 +69,7 @@ static void panel_rows(const uint16_t *panel, int32_t k, const uint16_t *const *
                        int32_t n_cols, kernel_mode mode)
 {
     __m512 acc[BF16_ROWS][2];
-    for (int i = 0; i < BF16_ROWS; i++)
-        acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    UNROLL for (int i = 0; i < BF16_ROWS; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     const int32_t whole = k / 2, pairs = (k + 1) / 2;
     for (int32_t p = 0; p < pairs; p++) {
         const uint16_t *row = panel + (size_t)p * 2 * LMS_PANEL;
@@ -78,14 +81,16 @@ static void panel_rows(const uint16_t *panel, int32_t k, const uint16_t *const *
             w0 = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)row));
             w1 = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(row + 16)));
         }
-        for (int i = 0; i < BF16_ROWS; i++) {
+        UNROLL for (int i = 0; i < BF16_ROWS; i++)
+        {
             acc[i][0] = dot_pair(acc[i][0], hi[i] + 2 * p, w0);
             acc[i][1] = dot_pair(acc[i][1], hi[i] + 2 * p, w1);
             acc[i][0] = dot_pair(acc[i][0], lo[i] + 2 * p, w0);
             acc[i][1] = dot_pair(acc[i][1], lo[i] + 2 * p, w1);
         }
     }
-    for (int32_t i = 0; i < n_rows; i++) {
+    UNROLL for (int32_t i = 0; i < BF16_ROWS; i++) if (i < n_rows)
+    {
         store_half(y + (size_t)i * ldy, acc[i][0], n_cols, mode);
         store_half(y + (size_t)i * ldy + 16, acc[i][1], n_cols - 16, mode);
     }
