@@ -3,9 +3,9 @@
  * compute_tier_proves): before the tier is offered, its block function
  * multiplies small fixed problems and must give, bit for bit, what its
  * reference tier gives (avx512-bf16: the plain C of the SDM's VDPBF16PS,
- * which defines each step exactly, kernels_avx512_bf16_reference.c, its
- * Q8, F16 and f32 products the vector tiers' bits; the amx tier: the emulation of the SDM's
- * pseudo-code, which defines tdpbf16ps' result exactly — the order of the
+ * which defines each step exactly, kernels_avx512_bf16_reference.c, and
+ * for its Q8 products the vector tiers' bits; the amx tier: the emulation
+ * of the SDM's pseudo-code, which defines tdpbf16ps' result exactly — the order of the
  * fused multiply-adds, RNE, DAZ, FTZ — and tdpbssd's and tdpbsud's as
  * exact integer sums, which the kernel then scales in a fixed order of f32
  * operations; so a CPU that computes them as the SDM says matches to the
