@@ -560,6 +560,24 @@ SMUGGLING = {
 }
 
 
+def refused_once(port, data, status):
+    """Sends data on a new connection and reads until the server closes it:
+    one answer (its status line once), status, in the documented JSON form,
+    with Connection: close. Returns what came back and the error object."""
+    s = raw_request(port, data, timeout=30)
+    try:
+        got = read_until_close(s)
+    finally:
+        s.close()
+    assert len(re.findall(rb"(?:^|\n)HTTP/1\.1 \d\d\d ", got)) == 1, got  # one status line
+    head, _, body = got.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 %d " % status) and b"\r\nConnection: close" in head, got
+    assert b"Content-Type: application/json" in head, got
+    error = json.loads(body)
+    assert error["error"]["code"] == status, error
+    return got, error
+
+
 @pytest.mark.parametrize("case", list(SMUGGLING))
 def test_ambiguous_framing_is_refused_and_the_connection_closed(small, case):
     """RFC 9112: several Content-Length headers, Content-Length beside
@@ -575,16 +593,10 @@ def test_ambiguous_framing_is_refused_and_the_connection_closed(small, case):
     fields, status, reason = SMUGGLING[case]
     head = (b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
             fields.replace(b"%d", b"%d" % len(body)) + b"\r\n")
-    s = raw_request(api.port, head + body + second, timeout=30)
-    try:
-        data = read_until_close(s)
-    finally:
-        s.close()
+    data, error = refused_once(api.port, head + body + second, status)
     assert data.count(b"HTTP/1.1 ") == 1, data  # one answer, then the close
-    head, _, got = data.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 %d " % status) and b"Connection: close" in head, data
-    assert http_error(json.loads(got)) == (reason, None), got
-    assert b"RFC 9112" in got
+    assert http_error(error) == (reason, None), error
+    assert "RFC 9112" in error["error"]["message"], error
 
 
 HEAD_LIMITS = {
@@ -600,15 +612,9 @@ def test_a_head_past_its_limits_is_refused_as_json(small, case):
     in the documented JSON form, once, and the connection closes
     (libmicrohttpd answered both with an HTML page of its own)."""
     head, status = HEAD_LIMITS[case]
-    s = raw_request(small[0].port, head + b"Content-Length: 2\r\n\r\n{}", timeout=30)
-    try:
-        data = read_until_close(s)
-    finally:
-        s.close()
+    data, error = refused_once(small[0].port, head + b"Content-Length: 2\r\n\r\n{}", status)
     assert data.count(b"HTTP/1.1 ") == 1, data
-    head, _, got = data.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 %d " % status) and b"Connection: close" in head, data
-    assert http_error(json.loads(got)) == (case, None), got
+    assert http_error(error) == (case, None), error
 
 
 ONE_ITEM = b'{"query": [1], "items": [[2]], "label_token_ids": [3]}'
@@ -666,17 +672,7 @@ def test_the_parser_refusals_are_json_once_and_close(small, case):
     unanswered and cut a header value at a NUL). A NUL in a header value is
     refused, never cut."""
     data, status, reason = PARSER_ERRORS[case]
-    s = raw_request(small[0].port, data, timeout=30)
-    try:
-        got = read_until_close(s)
-    finally:
-        s.close()
-    assert len(re.findall(rb"(?:^|\n)HTTP/1\.1 \d\d\d ", got)) == 1, got  # one status line
-    head, _, body = got.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 %d " % status) and b"\r\nConnection: close" in head, got
-    assert b"Content-Type: application/json" in head, got
-    error = json.loads(body)
-    assert error["error"]["code"] == status, error
+    _, error = refused_once(small[0].port, data, status)
     assert http_error(error) == (reason, None), error
 
 
