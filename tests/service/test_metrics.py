@@ -533,6 +533,10 @@ def test_metrics_survive_slow_and_idle_clients():
                 s.close()
         assert queue == 0, queue
         time.sleep(6)
-        assert scrape_seconds(metrics.url) is not None
+        # counted before the next scrape: right after one, its own socket may
+        # still be in CLOSE-WAIT (the client closes as soon as it has read the
+        # answer, perhaps before the server's shutdown; ~1 in 100 under two
+        # busy loops)
         left = metrics_port_sockets(port)
         assert left["close_wait"] == 0 and left["established"] == 0, left
+        assert scrape_seconds(metrics.url) is not None
