@@ -1,7 +1,6 @@
 """local.py — what the precision benchmark's parts share: seeded requests of
 random token ids, one lmscore-local run (its JSON and the process's peak
-RSS), the environment that picks OpenBLAS's kernel, and the geometry's
-useful FLOPs."""
+RSS), and the geometry's useful FLOPs."""
 import json
 import os
 import random
@@ -12,7 +11,7 @@ import sys
 # every benchmark model here carries.
 VOCAB = 151643
 # The stored type each precision runs from in the speed and forward parts.
-STORED = {"f32": "f32", "bf16": "bf16", "int8": "q8_0"}
+STORED = {"f32": "f32", "bf16": "bf16", "int8": "q8_0", "int8x2": "q8_0"}
 
 
 def precision_model(build, precision):
@@ -45,27 +44,14 @@ def write_request(path, query_tokens, n_items, item_tokens, n_labels, seed):
     return path
 
 
-def kernel_env(kernel):
-    """The environment with OPENBLAS_CORETYPE set to kernel, unset for
-    "default" (the kernel OpenBLAS picks for this CPU itself), or as it is
-    for None."""
-    env = dict(os.environ)
-    if kernel is not None:
-        env.pop("OPENBLAS_CORETYPE", None)
-    if kernel not in (None, "default"):
-        env["OPENBLAS_CORETYPE"] = kernel
-    return env
-
-
-def score(build, model, request, precision="auto", isa="auto", repeat=1, kernel=None,
-          algorithm="auto"):
+def score(build, model, request, precision="auto", isa="auto", repeat=1, algorithm="auto"):
     """Runs lmscore-local once with no prefix cache (every repetition is
     cold); returns its JSON result with "peak_rss_bytes" (the process's
     VmHWM: the load and the requests) added. Exits on any failure."""
     cmd = [os.path.join(build, "tools", "lmscore-local"), "--model", model, "--request", request,
            "--precision", precision, "--isa", isa, "--repeat", str(repeat),
            "--prefix-cache-mib", "0", "--algorithm", algorithm]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=kernel_env(kernel))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE)
     out = proc.stdout.read()
     proc.stdout.close()
     _, status, usage = os.wait4(proc.pid, 0)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # run.sh — the precision benchmark (docs/benchmarks.md#precision), part of
 # `make bench`: accuracy of bf16 and int8 against f32 on the same weights,
-# items/s per precision and OpenBLAS kernel, and memory and start-up,
+# items/s per precision and tier, and memory and start-up,
 # including the Qwen3-8B geometry as Q8_0 served by lmscored.
 #
 #   bench/precision/run.sh BUILD_DIR

@@ -1,4 +1,4 @@
-# speed.gp — items/s per precision, tier and OpenBLAS kernel on each
+# speed.gp — items/s per precision and tier on each
 # workload (log scale), from the precision benchmark's precision_speed.csv:
 #   gnuplot -e "csv='precision_speed.csv'; png='precision_speed.png'" speed.gp
 set datafile separator comma
