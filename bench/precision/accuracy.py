@@ -22,18 +22,22 @@ VARIANTS = (("seeded std", "qwen3-0.6b"), ("projection std 0.3", "qwen3-0.6b-std
 
 # (name, candidate run, reference run, gates, queries): a run is (stored
 # dtype, precision, isa); gates are (metric, bound, "max"|"min"), None:
-# reported only. The engine quantises an f32 checkpoint as ggml's Q8_0
-# does, as the maker's Q8_0 files are (tests/ggml), so the Q8_0 file at int8
-# is also what int8 from the f32 checkpoint gives.
+# reported only. int8 (one code per activation value) answers to another
+# bound: no less accurate than llama.cpp's own Q8_0 path on the same file,
+# which the llama.cpp benchmark measures beside it (bench/peer); int8x2 (two
+# codes) is the exact int8 mode these gates hold. The engine quantises an
+# f32 checkpoint as ggml's Q8_0 does, as the maker's Q8_0 files are
+# (tests/ggml), so the Q8_0 file at int8 is also what int8 from the f32
+# checkpoint gives.
 BF16_GATES = (("max", 0.02, "max"), ("mean", 0.01, "max"))
-INT8_GATES = (("mean", 0.02, "max"), ("spearman", 0.995, "min"))
+INT8X2_GATES = (("mean", 0.02, "max"), ("spearman", 0.995, "min"))
 COMPARISONS = (
     ("bf16 vs f32, same bf16 weights", ("bf16", "bf16", "auto"), ("bf16", "f32", "auto"),
      BF16_GATES, QUERIES),
-    ("int8 vs f32, same Q8_0 weights", ("q8_0", "int8", "auto"), ("q8_0", "f32", "auto"),
-     INT8_GATES, QUERIES),
     ("int8x2 vs f32, same Q8_0 weights", ("q8_0", "int8x2", "auto"), ("q8_0", "f32", "auto"),
-     INT8_GATES, QUERIES),
+     INT8X2_GATES, QUERIES),
+    ("int8 vs f32, same Q8_0 weights", ("q8_0", "int8", "auto"), ("q8_0", "f32", "auto"),
+     None, QUERIES),
     ("int8 on Q8_0 weights vs f32 on the f32 weights", ("q8_0", "int8", "auto"),
      ("f32", "f32", "auto"), None, QUERIES),
     ("f32 on bf16 weights vs the f32 weights (rounding alone)", ("bf16", "f32", "auto"),
@@ -46,11 +50,13 @@ COMPARISONS = (
 AVX2_COMPARISONS = (
     ("bf16, AVX2 tier, vs f32, same bf16 weights", ("bf16", "bf16", "avx2"),
      ("bf16", "f32", "auto"), BF16_GATES, QUERIES[:1]),
+    ("int8x2, AVX2 tier, vs f32, same Q8_0 weights", ("q8_0", "int8x2", "avx2"),
+     ("q8_0", "f32", "auto"), INT8X2_GATES, QUERIES[:1]),
     ("int8, AVX2 tier, vs f32, same Q8_0 weights", ("q8_0", "int8", "avx2"),
-     ("q8_0", "f32", "auto"), INT8_GATES, QUERIES[:1]),
+     ("q8_0", "f32", "auto"), None, QUERIES[:1]),
 )
-CPU_TIER_TWIN = {("bf16", "bf16", "avx2"): ("bf16", "bf16", "auto"),
-                 ("q8_0", "int8", "avx2"): ("q8_0", "int8", "auto")}
+CPU_TIER_TWIN = {(dtype, precision, "avx2"): (dtype, precision, "auto")
+                 for _, (dtype, precision, _), _, _, _ in AVX2_COMPARISONS}
 
 
 def ranks(values):
