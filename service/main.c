@@ -189,6 +189,7 @@ static void engine_options(const lmscored_config *cfg, lms_engine_options *eo)
     eo->open_stop = (lms_stop){.should_stop = stop_requested, .on_progress = load_progress};
     eo->algorithm = cfg->algorithm;
     eo->precision = cfg->precision;
+    eo->kv_dtype = cfg->kv_dtype;
     eo->isa = cfg->isa;
     eo->test_drop_amx = test_hook_ms("LMSCORE_TEST_DROP_AMX") != 0;
     eo->max_packed_tokens = cfg->max_packed_tokens;
@@ -249,6 +250,7 @@ static lms_status load_model(const lmscored_config *cfg, lms_engine **out, lms_e
     log_str(&r, "precision_reason", mi.precision_reason);
     log_str(&r, "isa", mi.isa);
     log_str(&r, "kernels", mi.kernels);
+    log_str(&r, "kv_cache_dtype", mi.kv_dtype);
     log_str(&r, "weights", mi.weights);
     log_int(&r, "weight_bytes", mi.weight_bytes);
     log_int(&r, "ms", monotonic_ms() - t0);

@@ -42,7 +42,7 @@ static int usage(void)
             "auto|serial|packed_dense|packed_segment|prefill_extend]\n"
             "                     [--delimiter ID] [--max-packed-tokens N] [--repeat N]\n"
             "                     [--prefix-cache-mib N] [--precision auto|f32|bf16|int8|int8x2]\n"
-            "                     [--isa %s]\n"
+            "                     [--kv-cache-dtype auto|f32|f16] [--isa %s]\n"
             "--isa names the compute tier (default auto: the fastest the CPU runs).\n"
             "--repeat N scores the request N times and reports the last run's seconds\n"
             "(with a prefix cache large enough for the query, runs after the first are\n"
@@ -219,6 +219,7 @@ static void print_result(const lms_engine *engine, const lms_score_result *r, do
     json_object_object_add(o, "seconds", json_object_new_double(seconds));
     json_object_object_add(o, "precision", json_object_new_string(mi.precision));
     json_object_object_add(o, "precision_reason", json_object_new_string(mi.precision_reason));
+    json_object_object_add(o, "kv_cache_dtype", json_object_new_string(mi.kv_dtype));
     json_object_object_add(o, "isa", json_object_new_string(mi.isa));
     json_object_object_add(o, "kernels", json_object_new_string(mi.kernels));
     json_object_object_add(o, "weights", json_object_new_string(mi.weights));
@@ -260,6 +261,8 @@ int main(int argc, char **argv)
             opt.prefix_cache_bytes = (size_t)strtoull(val, NULL, 10) << 20;
         else if (!strcmp(a, "--precision"))
             precision = val;
+        else if (!strcmp(a, "--kv-cache-dtype") && lms_kv_dtype_parse(val, &opt.kv_dtype))
+            continue;
         else if (!strcmp(a, "--isa") && lms_isa_known(val))
             opt.isa = val;
         else

@@ -21,42 +21,45 @@ QUERIES = (200, 2000)
 VARIANTS = (("seeded std", "qwen3-0.6b"), ("projection std 0.3", "qwen3-0.6b-std0.3"))
 
 # (name, candidate run, reference run, gates, queries): a run is (stored
-# dtype, precision, isa); gates are (metric, bound, "max"|"min"), None:
-# reported only. int8 (one code per activation value) answers to another
-# bound: no less accurate than llama.cpp's own Q8_0 path on the same file,
-# which the llama.cpp benchmark measures beside it (bench/peer); int8x2 (two
-# codes) is the exact int8 mode these gates hold. The engine quantises an
-# f32 checkpoint as ggml's Q8_0 does, as the maker's Q8_0 files are
-# (tests/ggml), so the Q8_0 file at int8 is also what int8 from the f32
-# checkpoint gives.
+# dtype, precision, isa, kv_cache_dtype); gates are (metric, bound,
+# "max"|"min"), None: reported only. int8 (one code per activation value)
+# answers to another bound: no less accurate than llama.cpp's own Q8_0 path
+# on the same file, which the llama.cpp benchmark measures beside it
+# (bench/peer); int8x2 (two codes) is the exact int8 mode these gates hold.
+# The engine quantises an f32 checkpoint as ggml's Q8_0 does, as the maker's
+# Q8_0 files are (tests/ggml), so the Q8_0 file at int8 is also what int8
+# from the f32 checkpoint gives.
 BF16_GATES = (("max", 0.02, "max"), ("mean", 0.01, "max"))
 INT8X2_GATES = (("mean", 0.02, "max"), ("spearman", 0.995, "min"))
+F32_REF = ("bf16", "f32", "auto", "auto")
+Q8_F32_REF = ("q8_0", "f32", "auto", "auto")
 COMPARISONS = (
-    ("bf16 vs f32, same bf16 weights", ("bf16", "bf16", "auto"), ("bf16", "f32", "auto"),
-     BF16_GATES, QUERIES),
-    ("int8x2 vs f32, same Q8_0 weights", ("q8_0", "int8x2", "auto"), ("q8_0", "f32", "auto"),
+    ("bf16 vs f32, same bf16 weights", ("bf16", "bf16", "auto", "auto"), F32_REF, BF16_GATES,
+     QUERIES),
+    ("bf16, f32 keys and values, vs f32, same bf16 weights", ("bf16", "bf16", "auto", "f32"),
+     F32_REF, BF16_GATES, QUERIES),
+    ("int8x2 vs f32, same Q8_0 weights", ("q8_0", "int8x2", "auto", "auto"), Q8_F32_REF,
      INT8X2_GATES, QUERIES),
-    ("int8 vs f32, same Q8_0 weights", ("q8_0", "int8", "auto"), ("q8_0", "f32", "auto"),
-     None, QUERIES),
-    ("int8 on Q8_0 weights vs f32 on the f32 weights", ("q8_0", "int8", "auto"),
-     ("f32", "f32", "auto"), None, QUERIES),
-    ("f32 on bf16 weights vs the f32 weights (rounding alone)", ("bf16", "f32", "auto"),
-     ("f32", "f32", "auto"), None, QUERIES),
+    ("int8 vs f32, same Q8_0 weights", ("q8_0", "int8", "auto", "auto"), Q8_F32_REF, None,
+     QUERIES),
+    ("int8 on Q8_0 weights vs f32 on the f32 weights", ("q8_0", "int8", "auto", "auto"),
+     ("f32", "f32", "auto", "auto"), None, QUERIES),
+    ("f32 on bf16 weights vs the f32 weights (rounding alone)", F32_REF,
+     ("f32", "f32", "auto", "auto"), None, QUERIES),
 )
 # On a CPU with a tier above AVX2, the AVX2 tier runs the 200-token query
 # too: within the gates, and with the CPU's tier's bits where the two
 # compute the same sequence (kernels.h; avx512-bf16 and amx multiply bf16
 # activations: another sequence, so "no" there is no fault).
 AVX2_COMPARISONS = (
-    ("bf16, AVX2 tier, vs f32, same bf16 weights", ("bf16", "bf16", "avx2"),
-     ("bf16", "f32", "auto"), BF16_GATES, QUERIES[:1]),
-    ("int8x2, AVX2 tier, vs f32, same Q8_0 weights", ("q8_0", "int8x2", "avx2"),
-     ("q8_0", "f32", "auto"), INT8X2_GATES, QUERIES[:1]),
-    ("int8, AVX2 tier, vs f32, same Q8_0 weights", ("q8_0", "int8", "avx2"),
-     ("q8_0", "f32", "auto"), None, QUERIES[:1]),
+    ("bf16, AVX2 tier, vs f32, same bf16 weights", ("bf16", "bf16", "avx2", "auto"), F32_REF,
+     BF16_GATES, QUERIES[:1]),
+    ("int8x2, AVX2 tier, vs f32, same Q8_0 weights", ("q8_0", "int8x2", "avx2", "auto"),
+     Q8_F32_REF, INT8X2_GATES, QUERIES[:1]),
+    ("int8, AVX2 tier, vs f32, same Q8_0 weights", ("q8_0", "int8", "avx2", "auto"), Q8_F32_REF,
+     None, QUERIES[:1]),
 )
-CPU_TIER_TWIN = {(dtype, precision, "avx2"): (dtype, precision, "auto")
-                 for _, (dtype, precision, _), _, _, _ in AVX2_COMPARISONS}
+CPU_TIER_TWIN = {run: run[:2] + ("auto",) + run[3:] for _, run, _, _, _ in AVX2_COMPARISONS}
 
 
 def ranks(values):
@@ -127,16 +130,17 @@ def main():
             results = {}
             for run in sorted({run for _, a, b, _, qs in comparisons if q in qs
                                for run in (a, b)}):
-                dtype, precision, isa = run
+                dtype, precision, isa, kv = run
                 results[run] = res = local.score(
                     build, os.path.join(models, "%s-%s.gguf" % (stem, dtype)), request, precision,
-                    isa)
-                with open(os.path.join(out, "accuracy-%s-q%d-%s-%s-%s.json"
-                                       % (stem, q, dtype, precision, isa)), "w") as f:
+                    isa, kv=kv)
+                with open(os.path.join(out, "accuracy-%s-q%d-%s-%s-%s-kv-%s.json"
+                                       % (stem, q, dtype, precision, isa, kv)), "w") as f:
                     json.dump(res, f)
-                print("  ran %s-%s.gguf --precision %s --isa %s, Q=%d: %s (%s), %.2f s"
-                      % (stem, dtype, precision, isa, q, res["precision"], res["kernels"],
-                         res["seconds"]), file=sys.stderr)
+                print("  ran %s-%s.gguf --precision %s --isa %s --kv-cache-dtype %s, Q=%d: %s "
+                      "(%s, keys and values %s), %.2f s"
+                      % (stem, dtype, precision, isa, kv, q, res["precision"], res["kernels"],
+                         res["kv_cache_dtype"], res["seconds"]), file=sys.stderr)
             for name, cand, ref, gates, qs in comparisons:
                 if q not in qs:
                     continue

@@ -44,13 +44,14 @@ def write_request(path, query_tokens, n_items, item_tokens, n_labels, seed):
     return path
 
 
-def score(build, model, request, precision="auto", isa="auto", repeat=1, algorithm="auto"):
+def score(build, model, request, precision="auto", isa="auto", repeat=1, algorithm="auto",
+          kv="auto"):
     """Runs lmscore-local once with no prefix cache (every repetition is
     cold); returns its JSON result with "peak_rss_bytes" (the process's
     VmHWM: the load and the requests) added. Exits on any failure."""
     cmd = [os.path.join(build, "tools", "lmscore-local"), "--model", model, "--request", request,
            "--precision", precision, "--isa", isa, "--repeat", str(repeat),
-           "--prefix-cache-mib", "0", "--algorithm", algorithm]
+           "--prefix-cache-mib", "0", "--algorithm", algorithm, "--kv-cache-dtype", kv]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE)
     out = proc.stdout.read()
     proc.stdout.close()

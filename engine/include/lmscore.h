@@ -172,7 +172,8 @@ typedef struct {
 } lms_score_hooks;
 
 /* How the projections (q, k, v, o, gate, up, down, LM head) multiply; the
- * rest (norms, RoPE, attention, softmaxes) is f32 in every precision.
+ * rest (norms, RoPE, attention's scores and sums, softmaxes) is f32 in
+ * every precision, attention's keys and values as lms_kv_dtype says.
  *
  *   AUTO    each weight in its checkpoint's own precision: f32 weights in
  *           f32, f16/bf16 weights in 16-bit, ggml's blocks as int8
@@ -201,6 +202,26 @@ const char *lms_precision_name(lms_precision precision);
 /* Parses "auto", "f32", "bf16", "int8", "int8x2"; false for an unknown name. */
 bool lms_precision_parse(const char *name, lms_precision *out);
 
+/* How attention holds its keys and values, in the batch and in the prefix
+ * cache (vLLM's --kv-cache-dtype):
+ *
+ *   AUTO  f16 where the projections are not all f32, else f32
+ *   F32   f32: attention's products as exact as the f32 precision's, at
+ *         twice the prefix cache's bytes per token of f16
+ *   F16   f16, rounded once (clamped to +-65504), products on the tier's
+ *         16-bit kernel; needs a tier with 16-bit kernels
+ *
+ * Queries, scores, softmax and sums stay f32 in every case. */
+typedef enum {
+    LMS_KV_DTYPE_AUTO = 0,
+    LMS_KV_DTYPE_F32 = 1,
+    LMS_KV_DTYPE_F16 = 2,
+} lms_kv_dtype;
+
+const char *lms_kv_dtype_name(lms_kv_dtype dtype);
+/* Parses "auto", "f32", "f16"; false for an unknown name. */
+bool lms_kv_dtype_parse(const char *name, lms_kv_dtype *out);
+
 typedef struct {
     lms_algorithm algorithm;       /* default AUTO */
     int32_t max_packed_tokens;     /* rows per forward pass (pack budget); default 8192 */
@@ -211,6 +232,7 @@ typedef struct {
     int32_t max_sequence_tokens;   /* sequence_too_long above this; default context length */
     lms_stop open_stop;      /* polled while lms_engine_open converts the weights; default never */
     lms_precision precision; /* default AUTO */
+    lms_kv_dtype kv_dtype;   /* default AUTO */
     /* The compute tier (instruction set of the kernels): NULL or "auto"
      * for the fastest the CPU runs, else one of lms_isa_names(); a tier the
      * CPU cannot run fails lms_engine_open. The vector tiers give the
@@ -256,6 +278,7 @@ typedef struct {
     char isa_dropped[200];      /* a faster tier auto passed over and why (its start-up
                                  * self-check failed, the OS refused it), or "" */
     char kernels[64];           /* by format, e.g. "int8 avx512-vnni, 16-bit avx512" */
+    const char *kv_dtype;       /* attention's keys and values: "f32" or "f16" (static storage) */
     int64_t weight_bytes;       /* the projections and embedding as held */
     int64_t parameters;         /* their element count */
 } lms_model_info;

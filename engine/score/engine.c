@@ -37,6 +37,22 @@ bool lms_algorithm_parse(const char *name, lms_algorithm *out)
     return true;
 }
 
+static const char *const KV_DTYPE_NAMES[] = {
+    [LMS_KV_DTYPE_AUTO] = "auto", [LMS_KV_DTYPE_F32] = "f32", [LMS_KV_DTYPE_F16] = "f16"};
+
+const char *lms_kv_dtype_name(lms_kv_dtype dtype)
+{
+    return lms_name_of(KV_DTYPE_NAMES, LMS_COUNT_OF(KV_DTYPE_NAMES), (unsigned)dtype);
+}
+
+bool lms_kv_dtype_parse(const char *name, lms_kv_dtype *out)
+{
+    unsigned value;
+    if (!lms_name_find(KV_DTYPE_NAMES, LMS_COUNT_OF(KV_DTYPE_NAMES), name, &value)) return false;
+    *out = (lms_kv_dtype)value;
+    return true;
+}
+
 void lms_engine_options_default(lms_engine_options *opt)
 {
     memset(opt, 0, sizeof *opt);
@@ -109,6 +125,17 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
         compute_tier_select(e->opt.isa, &cpu, &tier, e->isa_dropped, sizeof e->isa_dropped, err);
     if (e->opt.test_drop_amx) compute_tier_force_mismatch = false;
     if (st != LMS_OK) goto fail;
+    if ((unsigned)e->opt.kv_dtype > LMS_KV_DTYPE_F16) {
+        st = lms_fail(err, LMS_ERR_INVALID_ARGUMENT, NULL, "kv_dtype", "unknown kv_dtype %d",
+                      (int)e->opt.kv_dtype);
+        goto fail;
+    }
+    if (e->opt.kv_dtype == LMS_KV_DTYPE_F16 && !tier->w16) {
+        st = lms_fail(err, LMS_ERR_INVALID_ARGUMENT, NULL, "kv_dtype",
+                      "f16 keys and values need a compute tier with 16-bit kernels; %s has none",
+                      tier->name);
+        goto fail;
+    }
     st = lms_model_load(model_path, &e->opt.open_stop, &e->model, err);
     if (st == LMS_OK)
         st = model_weights_create(e->model, tier, e->opt.precision, &e->opt.open_stop, &e->weights,
@@ -124,8 +151,10 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
         goto fail;
     }
 
-    /* Attention in 16 bits wherever the projections are not all f32. */
-    const bool kv16 = tier->w16 && strcmp(e->weights->precision, "f32") != 0;
+    /* By default attention is in 16 bits wherever the projections are not
+     * all f32: half the memory traffic and prefix cache of f32 keys. */
+    bool kv16 = tier->w16 && strcmp(e->weights->precision, "f32") != 0;
+    if (e->opt.kv_dtype != LMS_KV_DTYPE_AUTO) kv16 = e->opt.kv_dtype == LMS_KV_DTYPE_F16;
     e->tune = (forward_tuning){ATTN_BLOCK_ROWS, {tier}, kv16};
 
     e->cache = prefix_cache_create(e->opt.prefix_cache_bytes);
@@ -203,6 +232,7 @@ void lms_engine_model_info(const lms_engine *e, lms_model_info *out)
     out->vocab_size = c->vocab_size;
     out->context_length = c->context_length;
     out->precision = e->weights->precision;
+    out->kv_dtype = e->tune.kv16 ? "f16" : "f32";
     snprintf(out->precision_reason, sizeof out->precision_reason, "%s",
              e->weights->precision_reason);
     describe_weights(e, out);

@@ -91,6 +91,7 @@ static void on_get_model_info(call *c, const uint8_t *msg, size_t len)
     resp.weight_parameters = mi.parameters;
     resp.isa = (char *)mi.isa;
     resp.isa_dropped = mi.isa_dropped;
+    resp.kv_cache_dtype = (char *)mi.kv_dtype;
 
     Lmscore__V1__Limits limits = LMSCORE__V1__LIMITS__INIT;
     limits.max_items = eo->max_items;

@@ -20,6 +20,7 @@ typedef enum {
     OPT_MILLIS,
     OPT_ALGO,
     OPT_PRECISION,
+    OPT_KV_DTYPE,
     OPT_ISA,
     OPT_FORMAT,
     OPT_LEVEL
@@ -126,10 +127,15 @@ static const option_spec options[] = {
      "checkpoint's own precision; bf16 and int8 from a higher-precision checkpoint trade "
      "accuracy for speed and memory, see docs/engine.md)",
      OPT_PRECISION, AT(precision), 0, 0},
+    {"kv-cache-dtype", "LMSCORE_KV_CACHE_DTYPE", "NAME",
+     "auto|f32|f16: how attention holds keys and values, in a batch and in the prefix cache "
+     "(default auto: f16 where the projections are not all f32, else f32; f32 makes attention "
+     "as exact as the f32 precision's at twice the cache's bytes per token)",
+     OPT_KV_DTYPE, AT(kv_dtype), 0, 0},
     {"isa", "LMSCORE_ISA", "NAME",
      "the compute tier: the instruction set of the engine's kernels, auto or one of the tiers "
-     "listed at the end (default auto: the fastest the CPU runs; every tier gives the same "
-     "numbers)",
+     "listed at the end (default auto: the fastest the CPU runs; the vector tiers give the "
+     "same numbers, avx512-bf16 and amx numbers within the precision gates, docs/engine.md)",
      OPT_ISA, AT(isa), 0, 0},
     {"multi-item-scoring-delimiter", "LMSCORE_MULTI_ITEM_SCORING_DELIMITER", "TOKEN_ID",
      "SGLang-style delimiter token: sequences become query <d> item (default -1: none)", OPT_INT,
@@ -188,6 +194,7 @@ static void defaults(lmscored_config *cfg)
     cfg->max_text_bytes = 1 << 20;
     cfg->algorithm = LMS_ALGO_AUTO;
     cfg->precision = LMS_PRECISION_AUTO;
+    cfg->kv_dtype = LMS_KV_DTYPE_AUTO;
     snprintf(cfg->isa, sizeof cfg->isa, "auto");
     cfg->delimiter = -1;
     cfg->max_packed_tokens = 8192;
@@ -290,6 +297,11 @@ static lms_status set_option(lmscored_config *cfg, const option_spec *o, const c
             return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", o->flag,
                             "%s --%s: '%s' is not auto, f32, bf16, int8 or int8x2", source, o->flag,
                             value);
+        return LMS_OK;
+    case OPT_KV_DTYPE:
+        if (!lms_kv_dtype_parse(value, (lms_kv_dtype *)base))
+            return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", o->flag,
+                            "%s --%s: '%s' is not auto, f32 or f16", source, o->flag, value);
         return LMS_OK;
     case OPT_ISA:
         if (!lms_isa_known(value) || strlen(value) >= sizeof((lmscored_config *)0)->isa)

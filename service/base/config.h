@@ -38,6 +38,7 @@ typedef struct {
     int64_t max_text_bytes;      /* longest text before it is tokenized */
     lms_algorithm algorithm;
     lms_precision precision;
+    lms_kv_dtype kv_dtype;
     char isa[32];      /* a compute tier, or "auto" */
     int32_t delimiter; /* -1: none */
     int32_t max_packed_tokens;

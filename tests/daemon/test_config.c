@@ -71,6 +71,23 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.drain_timeout_ms, 30000);
     assert_int_equal(cfg.delimiter, -1);
     assert_int_equal(cfg.log_level, LOG_INFO);
+    assert_int_equal(cfg.kv_dtype, LMS_KV_DTYPE_AUTO);
+}
+
+/* --kv-cache-dtype and LMSCORE_KV_CACHE_DTYPE: the flag over the variable. */
+static void test_kv_cache_dtype(void **state)
+{
+    (void)state;
+    lmscored_config cfg;
+    config_outcome outcome;
+    lms_error err;
+    setenv("LMSCORE_KV_CACHE_DTYPE", "f16", 1);
+    assert_int_equal(parse(&cfg, &outcome, &err, "--model", "m", NULL), LMS_OK);
+    assert_int_equal(cfg.kv_dtype, LMS_KV_DTYPE_F16);
+    assert_int_equal(parse(&cfg, &outcome, &err, "--model", "m", "--kv-cache-dtype", "f32", NULL),
+                     LMS_OK);
+    unsetenv("LMSCORE_KV_CACHE_DTYPE");
+    assert_int_equal(cfg.kv_dtype, LMS_KV_DTYPE_F32);
 }
 
 static void test_units_and_environment(void **state)
@@ -105,6 +122,7 @@ static void test_bad_values_name_their_flag(void **state)
     expect_bad_flag("drain-timeout", "--model", "m", "--drain-timeout", "5h", NULL);
     expect_bad_flag("max-message-bytes", "--model", "m", "--max-message-bytes", "1", NULL);
     expect_bad_flag("algorithm", "--model", "m", "--algorithm", "fast", NULL);
+    expect_bad_flag("kv-cache-dtype", "--model", "m", "--kv-cache-dtype", "bf16", NULL);
     expect_bad_flag("log-level", "--model", "m", "--log-level", "loud", NULL);
     expect_bad_flag("max-receive-buffer", "--model", "m", "--max-message-bytes", "8M",
                     "--max-receive-buffer", "4M", NULL);
@@ -185,6 +203,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_units_and_environment),
+        cmocka_unit_test(test_kv_cache_dtype),
         cmocka_unit_test(test_bad_values_name_their_flag),
         cmocka_unit_test(test_served_model_names),
         cmocka_unit_test(test_colon_port_is_every_address),

@@ -1,6 +1,7 @@
-"""--precision and --isa (and LMSCORE_PRECISION, LMSCORE_ISA) through the real
-daemon on the f32 demo model: GetModelInfo and lmscore_build_info say the
-precision in use, why, the kernels, the compute tier and the weight bytes;
+"""--precision, --kv-cache-dtype and --isa (and LMSCORE_PRECISION, LMSCORE_ISA)
+through the real daemon on the f32 demo model: GetModelInfo and
+lmscore_build_info say the precision in use, why, the kernels, how attention
+holds keys and values, the compute tier and the weight bytes;
 scores are what the compute-tier contract promises whatever the host: the
 engine's own bits in that precision on the daemon's tier (tools/lmscore-local
 with the same --isa), and against the default tier the same bits where the
@@ -40,6 +41,9 @@ CONFIGS = {
                 formats="f32", kernels="f32 ", bytes_per_parameter=4.0),
     "bf16": dict(args=["--precision", "bf16", *METRICS], env={}, precision="bf16",
                  formats="bf16", kernels="16-bit", bytes_per_parameter=2.0),
+    "bf16-kv-f32": dict(args=["--precision", "bf16", "--kv-cache-dtype", "f32", *METRICS],
+                        env={}, precision="bf16", formats="bf16", kernels="16-bit",
+                        bytes_per_parameter=2.0, kv="f32"),
     "bf16-avx2": dict(args=["--precision", "bf16", "--isa", "avx2", *METRICS], env={},
                       precision="bf16", formats="bf16", kernels="16-bit avx2",
                       bytes_per_parameter=2.0),
@@ -105,17 +109,19 @@ def score(daemon, apply_softmax):
     return [list(i.scores) for i in resp.items], [list(i.logprobs) for i in resp.items]
 
 
-def local(precision, apply_softmax, isa="auto"):
-    """(scores, log-probs, tier) of the engine itself on that tier."""
+def local(config, apply_softmax, isa="auto"):
+    """(scores, log-probs, tier) of the engine itself on that tier, in the
+    config's precision and keys and values."""
     out = local_score({"query": QUERY, "items": ITEMS, "label_token_ids": LABELS,
-                       "apply_softmax": apply_softmax}, "--precision", precision, "--isa", isa)
+                       "apply_softmax": apply_softmax}, "--precision", config["precision"],
+                      "--kv-cache-dtype", config.get("kv", "auto"), "--isa", isa)
     return out["scores"], out["logprobs"], out["isa"]
 
 
 @pytest.fixture(scope="module")
 def f32_numbers():
     """(label softmax, log-probs) of f32 arithmetic, from the engine itself."""
-    return local("f32", True)[:2]
+    return local(CONFIGS["f32"], True)[:2]
 
 
 def differences(a_rows, b_rows):
@@ -132,8 +138,11 @@ def test_model_info_says_the_precision_why_and_the_kernels(served):
     # one format for every matrix, e.g. "q8 x22"
     assert re.fullmatch(config["formats"] + r" x\d+", info.weight_formats), info.weight_formats
     assert info.weight_bytes / info.weight_parameters == config["bytes_per_parameter"]
+    # f16 keys and values wherever the projections are not f32, unless asked
+    assert info.kv_cache_dtype == config.get("kv", "f32" if info.precision == "f32" else "f16")
     line = daemon.wait_for_log(r'msg="model loaded and warmed up"', 0)
     assert f"precision={info.precision} " in line and f"weight_bytes={info.weight_bytes}" in line
+    assert f"kv_cache_dtype={info.kv_cache_dtype} " in line
 
 
 def assert_same_bits(got, want):
@@ -146,7 +155,7 @@ def test_scores_are_the_engines_on_that_tier(served):
     name, config, daemon = served
     tier = info_of(daemon).isa
     for apply_softmax in (False, True):
-        *want, local_tier = local(config["precision"], apply_softmax, tier)
+        *want, local_tier = local(config, apply_softmax, tier)
         assert local_tier == tier
         assert_same_bits(score(daemon, apply_softmax), want)
 
@@ -156,7 +165,7 @@ def test_scores_against_the_default_tier_are_as_the_contract_says(served):
     # sequence (--isa avx2 against AVX-512, say), else within the gates
     name, config, daemon = served
     tier = info_of(daemon).isa
-    softmax, logprobs, default_tier = local(config["precision"], True)
+    softmax, logprobs, default_tier = local(config, True)
     got = score(daemon, True)
     if same_sequence(config["precision"], tier, default_tier):
         assert_same_bits(got, (softmax, logprobs))
@@ -224,6 +233,8 @@ def test_a_dropped_tier_is_named_with_why():
     (["--precision", "fp16"], {}, "lmscored: flag --precision: 'fp16' is not auto, f32, bf16, int8 or int8x2"),
     ([], {"LMSCORE_PRECISION": "INT8"}, "lmscored: LMSCORE_PRECISION --precision: 'INT8' is not "
      "auto, f32, bf16, int8 or int8x2"),
+    (["--kv-cache-dtype", "bf16"], {}, "lmscored: flag --kv-cache-dtype: 'bf16' is not auto, f32 "
+     "or f16"),
     (["--isa", "avx3"], {}, "lmscored: flag --isa: 'avx3' is not one of "
      "auto|amx|avx512-bf16|avx512-vnni|avx512|avx2|generic|amx-emulated"),
     ([], {"LMSCORE_ISA": "sse2"}, "lmscored: LMSCORE_ISA --isa: 'sse2' is not one of "

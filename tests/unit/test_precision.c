@@ -28,7 +28,8 @@ static bool tier_has(const compute_tier *t, lms_precision precision)
                                                                       : LMS_WEIGHTS_BF16);
 }
 
-static lms_engine *open_model(const char *model, lms_precision precision, const char *isa)
+static lms_status open_with_kv(const char *model, lms_precision precision, const char *isa,
+                               lms_kv_dtype kv, lms_engine **e, lms_error *err)
 {
     const char *dir = getenv("LMSCORE_BUILD_DIR");
     char path[4096];
@@ -36,9 +37,16 @@ static lms_engine *open_model(const char *model, lms_precision precision, const 
     lms_engine_options o = fixture_options();
     o.precision = precision;
     o.isa = isa;
+    o.kv_dtype = kv;
+    return lms_engine_open(path, &o, e, err);
+}
+
+static lms_engine *open_model(const char *model, lms_precision precision, const char *isa)
+{
     lms_engine *e = NULL;
     lms_error err = {0};
-    if (lms_engine_open(path, &o, &e, &err) != LMS_OK) fail_msg("%s: %s", path, err.msg);
+    if (open_with_kv(model, precision, isa, LMS_KV_DTYPE_AUTO, &e, &err) != LMS_OK)
+        fail_msg("%s: %s", model, err.msg);
     return e;
 }
 
@@ -136,6 +144,70 @@ static void test_accuracy_gates(void **state)
     }
 }
 
+/* kv_dtype: auto holds keys and values in f16 where the projections are not
+ * all f32; f32 keeps them exact, so that bf16 on bf16 weights gives f32's
+ * bits (on a tier with bf16 activations: within the gates); f16 rounds them
+ * in f32 too; a tier without 16-bit kernels refuses f16 at open. */
+static void test_kv_dtype(void **state)
+{
+    (void)state;
+    lms_engine *e = NULL;
+    lms_error err = {0};
+    lms_model_info mi;
+    if (!tier->w16) {
+        assert_int_equal(open_with_kv("tiny-qwen3.gguf", LMS_PRECISION_F32, tier->name,
+                                      LMS_KV_DTYPE_F16, &e, &err),
+                         LMS_ERR_INVALID_ARGUMENT);
+        assert_null(e);
+        assert_string_equal(err.field, "kv_dtype");
+        e = open_model("tiny-qwen3-bf16.gguf", LMS_PRECISION_AUTO, tier->name);
+        lms_engine_model_info(e, &mi);
+        assert_string_equal(mi.kv_dtype, "f32");
+        lms_engine_close(e);
+        return;
+    }
+    const struct {
+        lms_precision precision;
+        lms_kv_dtype kv;
+        const char *held;
+    } runs[] = {
+        {LMS_PRECISION_F32, LMS_KV_DTYPE_AUTO, "f32"},
+        {LMS_PRECISION_BF16, LMS_KV_DTYPE_AUTO, "f16"},
+        {LMS_PRECISION_BF16, LMS_KV_DTYPE_F32, "f32"},
+        {LMS_PRECISION_F32, LMS_KV_DTYPE_F16, "f16"},
+    };
+    lms_score_result r[4];
+    fixture_request f = accuracy_request(false);
+    for (size_t i = 0; i < 4; i++) {
+        if (open_with_kv("tiny-qwen3-bf16.gguf", runs[i].precision, tier->name, runs[i].kv, &e,
+                         &err) != LMS_OK)
+            fail_msg("%s", err.msg);
+        lms_engine_model_info(e, &mi);
+        assert_string_equal(mi.kv_dtype, runs[i].held);
+        r[i] = fixture_score(e, &f.req, LMS_ALGO_AUTO);
+        assert_non_null(r[i].logprobs);
+        lms_engine_close(e);
+    }
+    const diff f16_keys = compare(&r[0], &r[1]), f32_keys = compare(&r[0], &r[2]),
+               f32_f16_keys = compare(&r[0], &r[3]);
+    print_message("bf16 against f32 on bf16 weights: f16 keys max %.3g mean %.3g, f32 keys max "
+                  "%.3g mean %.3g; f32 with f16 keys: max %.3g mean %.3g\n",
+                  f16_keys.max, f16_keys.mean, f32_keys.max, f32_keys.mean, f32_f16_keys.max,
+                  f32_f16_keys.mean);
+    /* f16 keys move the numbers; with f32 keys, a tier whose 16-bit
+     * projections take f32 activations computes f32's sequence on the same
+     * values (kernels.h): f32's bits */
+    assert_true(f32_f16_keys.max > 0 && f32_f16_keys.max <= 0.02 && f16_keys.max > 0);
+    if (tier->bf16_activations == KERNEL_BF16_F32)
+        assert_memory_equal(r[0].logprobs, r[2].logprobs,
+                            (size_t)r[0].n_items * r[0].n_labels * sizeof *r[0].logprobs);
+    else
+        assert_true(f32_keys.max <= 0.02 && f32_keys.mean <= 0.01);
+    for (size_t i = 0; i < 4; i++)
+        lms_score_result_free(&r[i]);
+    fixture_request_free(&f);
+}
+
 /* Do tiers a and b compute bf16 projections in different sequences
  * (kernels.h): one of them rounds x to bf16, or they step with different
  * instructions (tdpbf16ps, vdpbf16ps)? */
@@ -209,6 +281,7 @@ int main(int argc, char **argv)
     tier = found[0];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_auto_keeps_the_stored_precision),
+        cmocka_unit_test(test_kv_dtype),
     };
     const struct CMUnitTest alone[] = {
         cmocka_unit_test(test_accuracy_gates),
