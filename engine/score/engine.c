@@ -153,8 +153,9 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
 
     /* By default attention is in 16 bits wherever the projections are not
      * all f32: half the memory traffic and prefix cache of f32 keys. */
-    bool kv16 = tier->w16 && strcmp(e->weights->precision, "f32") != 0;
-    if (e->opt.kv_dtype != LMS_KV_DTYPE_AUTO) kv16 = e->opt.kv_dtype == LMS_KV_DTYPE_F16;
+    const bool kv16 = e->opt.kv_dtype == LMS_KV_DTYPE_AUTO
+                          ? tier->w16 && strcmp(e->weights->precision, "f32") != 0
+                          : e->opt.kv_dtype == LMS_KV_DTYPE_F16;
     e->tune = (forward_tuning){ATTN_BLOCK_ROWS, {tier}, kv16};
 
     e->cache = prefix_cache_create(e->opt.prefix_cache_bytes);
