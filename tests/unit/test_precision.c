@@ -176,9 +176,10 @@ static void test_kv_dtype(void **state)
         {LMS_PRECISION_BF16, LMS_KV_DTYPE_F32, "f32"},
         {LMS_PRECISION_F32, LMS_KV_DTYPE_F16, "f16"},
     };
-    lms_score_result r[4];
+    enum { N_RUNS = sizeof runs / sizeof *runs };
+    lms_score_result r[N_RUNS];
     fixture_request f = accuracy_request(false);
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < N_RUNS; i++) {
         if (open_with_kv("tiny-qwen3-bf16.gguf", runs[i].precision, tier->name, runs[i].kv, &e,
                          &err) != LMS_OK)
             fail_msg("%s", err.msg);
@@ -203,7 +204,7 @@ static void test_kv_dtype(void **state)
                             (size_t)r[0].n_items * r[0].n_labels * sizeof *r[0].logprobs);
     else
         assert_true(f32_keys.max <= 0.02 && f32_keys.mean <= 0.01);
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < N_RUNS; i++)
         lms_score_result_free(&r[i]);
     fixture_request_free(&f);
 }
