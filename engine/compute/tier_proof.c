@@ -105,7 +105,7 @@ static bool proves_on(const compute_tier *t, lms_dtype type, const void *stored,
         const matmul_config cfg = {t};
         matmul_input in;
         matmul_prepare(&cfg, &w, x, ROWS, s, &in);
-        ref->block(ref, &w, &in, 0, ROWS, 0, N, want, N, KERNEL_STORE);
+        ref->block(t, &w, &in, 0, ROWS, 0, N, want, N, KERNEL_STORE);
         ok = run_guarded(t, &w, &in, y, why, why_size);
         if (ok && compute_tier_force_mismatch) y[ROWS * N / 2] = nextafterf(y[ROWS * N / 2], 1e30f);
         for (int i = 0; ok && i < ROWS * N; i++)
