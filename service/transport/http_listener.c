@@ -90,7 +90,7 @@ typedef struct {
     int64_t accepted_ms;
     conn_phase phase;
     int64_t since_ms;   /* when the phase began */
-    int64_t body_bytes; /* PHASE_BODY: received so far */
+    int64_t body_bytes; /* PHASE_BODY: received so far, counted in receiving */
 } conn_slot;
 
 typedef enum { S_HEAD, S_BODY, S_WAIT, S_SEND, S_LINGER } conn_state;
@@ -134,6 +134,7 @@ struct conn {
     bool interim;     /* out is a 100 Continue: the body follows */
     bool close_after; /* out is the connection's last answer */
     bool hungup;
+    bool starved;    /* a piece of the body found no room in the receive budget */
     size_t dropped;  /* S_LINGER: bytes read and dropped */
     uint32_t events; /* the epoll interest, when registered */
     bool registered;
@@ -163,10 +164,11 @@ struct http_listener {
     pthread_t acceptor;
     bool acceptor_started;
     int port;
-    pthread_mutex_t mu; /* guards slots */
+    pthread_mutex_t mu; /* guards slots and receiving */
     conn_slot *slots;   /* [n_slots]: the connections counted and those closing */
     int n_slots;
-    char *refusal; /* the whole 503 */
+    int64_t receiving; /* the slots' body_bytes, together */
+    char *refusal;     /* the whole 503 */
     size_t refusal_len;
     worker *workers;
     unsigned n_workers, next_worker;
@@ -432,14 +434,68 @@ static void watch(conn *c, uint32_t events)
     }
 }
 
+/* Caller holds mu. */
+static void return_budget_locked(http_listener *l, conn_slot *s)
+{
+    l->receiving -= s->body_bytes;
+    s->body_bytes = 0;
+}
+
 static void set_phase(conn *c, conn_phase phase)
 {
     http_listener *l = c->w->l;
     pthread_mutex_lock(&l->mu);
     c->slot->phase = phase;
     c->slot->since_ms = monotonic_ms();
-    c->slot->body_bytes = 0;
+    return_budget_locked(l, c->slot);
     pthread_mutex_unlock(&l->mu);
+}
+
+/* Whether a's body arrives slower than b's: fewer bytes a second since
+ * each began (a millisecond added, so that one begun now is fast). */
+static bool slower(const conn_slot *a, int64_t a_bytes, const conn_slot *b, int64_t b_bytes,
+                   int64_t now)
+{
+    return a_bytes * (now - b->since_ms + 1) < b_bytes * (now - a->since_ms + 1);
+}
+
+/* Takes n bytes of the receive budget for c's body. When they do not fit,
+ * the body readers slower than c are shut, slowest first, until they do:
+ * a client that announces a huge body and trickles it holds only what it
+ * sent, and loses that to any faster one. False when c is the slowest
+ * left (or is itself shut): the piece has no room. */
+static bool take_budget(conn *c, size_t n)
+{
+    http_listener *l = c->w->l;
+    const int64_t max = l->opt.limits.max_receive_bytes;
+    conn_slot *me = c->slot;
+    pthread_mutex_lock(&l->mu);
+    bool ok = !me->shut;
+    const int64_t now = monotonic_ms(), mine = me->body_bytes + (int64_t)n;
+    while (ok && max && l->receiving + (int64_t)n > max) {
+        conn_slot *slowest = NULL;
+        for (int i = 0; i < l->n_slots; i++) {
+            conn_slot *s = &l->slots[i];
+            if (!s->used || s->shut || s == me || s->phase != PHASE_BODY || !s->body_bytes)
+                continue;
+            if (!slower(s, s->body_bytes, me, mine, now)) continue;
+            if (!slowest || slower(s, s->body_bytes, slowest, slowest->body_bytes, now))
+                slowest = s;
+        }
+        if (!slowest) {
+            ok = false;
+            break;
+        }
+        /* its thread sees the socket end and frees the body */
+        return_budget_locked(l, slowest);
+        shut_locked(slowest);
+    }
+    if (ok) {
+        me->body_bytes += (int64_t)n;
+        l->receiving += (int64_t)n;
+    }
+    pthread_mutex_unlock(&l->mu);
+    return ok;
 }
 
 /* ---- answers ---- */
@@ -608,6 +664,7 @@ static void conn_close(conn *c)
     end_request(c, false);
     watch(c, 0);
     pthread_mutex_lock(&l->mu);
+    return_budget_locked(l, c->slot);
     c->slot->used = false;
     pthread_mutex_unlock(&l->mu);
     SSL_free(c->ssl);
@@ -743,6 +800,7 @@ static step start_request(conn *c)
     http1_head_init(&c->hp, &c->head);
     c->rq = rq;
     c->hungup = false;
+    c->starved = false;
     bool body = rq->parsed.chunked || rq->parsed.content_length > 0;
     c->body_left = rq->parsed.content_length;
     c->body_done = !body;
@@ -780,11 +838,14 @@ static step step_head(conn *c)
 static void body_piece(void *ctx, const char *data, size_t n)
 {
     conn *c = ctx;
-    http_listener *l = c->w->l;
-    pthread_mutex_lock(&l->mu);
-    c->slot->body_bytes += (int64_t)n;
-    pthread_mutex_unlock(&l->mu);
-    if (l->opt.handler.body && !answered(c->rq)) l->opt.handler.body(c->rq->state, data, n);
+    const http_handler *h = &c->w->l->opt.handler;
+    if (c->starved || answered(c->rq)) return;
+    if (!take_budget(c, n)) {
+        c->starved = true;
+        if (h->over_budget) h->over_budget(c->rq->state);
+        return;
+    }
+    if (h->body) h->body(c->rq->state, data, n);
 }
 
 static step step_body(conn *c)
@@ -796,6 +857,11 @@ static step step_body(conn *c)
         http1_result r = http1_chunked_feed(&c->chunks, c->in, c->in_len, &used,
                                             &c->w->l->opt.parse_limits, body_piece, c, &e);
         consume(c, used);
+        /* answered as a piece came (the body refused): the connection
+         * closes after the answer, even when the body's end came too, as
+         * the pieces after the refusal were dropped */
+        if (answered(c->rq)) return send_answer(c);
+        if (c->starved) return STEP_CLOSE;
         if (r == HTTP1_ERROR) {
             /* the handler ends its request with the refusal when it can */
             const http_handler *h = &c->w->l->opt.handler;
@@ -808,6 +874,8 @@ static step step_body(conn *c)
         body_piece(c, c->in, n);
         consume(c, n);
         c->body_left -= n;
+        if (answered(c->rq)) return send_answer(c);
+        if (c->starved) return STEP_CLOSE;
         if (!c->body_left) return body_complete(c);
     }
     if (answered(c->rq)) return send_answer(c);

@@ -4,7 +4,8 @@ apply_softmax, item_first, empty items, label texts, logprobs, every
 algorithm, a delimiter); every error has the HTTP status a client expects
 and the gRPC call's reason and field; bodies over the limits are refused
 without being held (a 1 GiB Content-Length, a chunked body past the limit,
-slow bodies against the receive budget) and memory stays bounded; a client
+slow bodies against the receive budget, the slowest closed for faster
+ones) and memory stays bounded; a client
 that hangs up cancels its call; the calls are counted in the metrics; the
 queue, the loading and the drain answer 429 and 503 (and GET /health
 says so). /v2/rerank and /rerank rank with /v1/rerank's numbers in their
@@ -16,6 +17,7 @@ import math
 import os
 import re
 import signal
+import socket
 import struct
 import subprocess
 import threading
@@ -905,34 +907,69 @@ def test_a_chunked_body_past_the_limit_is_cut_off(bounded):
                                                      code="RESOURCE_EXHAUSTED") + 1
 
 
-def test_slow_bodies_share_the_receive_budget(bounded):
-    """Bodies that arrive slowly hold at most their announced size each, and
-    together no more than --max-receive-buffer: past it a body is refused
-    (503 receive_buffer_full) before it is read."""
+def still_unanswered(s):
+    """Whether the server has neither answered on s nor closed it."""
+    s.setblocking(False)
+    try:
+        s.recv(1, socket.MSG_PEEK)  # an answer, or b"": closed
+        return False
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        s.setblocking(True)
+
+
+def test_bodies_announced_huge_hold_only_what_arrived(bounded):
+    """A body holds the receive budget for the bytes that have arrived, not
+    for its Content-Length: four clients that announce 8 MB each (twice
+    --max-receive-buffer together) and trickle it shut no POST out."""
+    d, api = bounded
+    head = b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Length: 8000000\r\n\r\n"
+    slow = [raw_request(api.port, head + b" " * 1000) for _ in range(4)]
+    try:
+        time.sleep(0.3)
+        status, _, got = api.score({"query": [1], "items": [[2]], "label_token_ids": [3]})
+        assert status == 200, got
+        assert all(still_unanswered(s) for s in slow)
+    finally:
+        for s in slow:
+            s.close()
+
+
+def test_the_slowest_body_readers_make_room(bounded):
+    """When the bodies arriving hold all of --max-receive-buffer, the
+    slowest of them (fewest bytes a second since it began) is closed for a
+    faster one, which is served; memory stays within the budget."""
     d, api = bounded
     body = json.dumps({"query": [1], "items": [[2]], "label_token_ids": [3],
                        "pad": " " * (6 << 20)}).encode()
     sampler = RssSampler(d, period=0.05)
     base = d.rss_kb()
     head = b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
-    slow = [raw_request(api.port, head) for _ in range(2)]
-    time.sleep(0.5)
-    third = raw_request(api.port, head)
-    status, got = read_response(third)
-    third.close()
-    assert status == 503 and http_error(got) == ("receive_buffer_full", None), got
-    # the two slow ones, in 20 pieces over two seconds
-    step = len(body) // 20 + 1
-    for i in range(0, len(body), step):
-        for s in slow:
-            s.sendall(body[i:i + step])
-        time.sleep(0.1)
-    for s in slow:
-        status, got = read_response_keepalive(s)
-        s.close()
+    # 6 MB each of 16M, the rest never sent: the first stalls longest
+    slow = []
+    for _ in range(2):
+        slow.append(raw_request(api.port, head + body[:-1]))
+        time.sleep(0.5)
+    try:
+        fast = raw_request(api.port, head + body)
+        status, got = read_response_keepalive(fast)
+        fast.close()
+        sampler.stop()
         assert status == 200, got
-    sampler.stop()
-    assert (sampler.max_kb() - base) / 1024 < 2 * 6 + 2 * 8 + 32
+        assert not still_unanswered(slow[0])  # closed for the fast one
+        assert read_until_close(slow[0]) == b""  # unanswered
+        assert still_unanswered(slow[1])
+        slow[1].sendall(body[-1:])
+        status, got = read_response_keepalive(slow[1])
+        assert status == 200, got
+    finally:
+        sampler.stop()
+        for s in slow:
+            s.close()
+    assert (sampler.max_kb() - base) / 1024 < 16 + 2 * 8 + 32
 
 
 def read_response_keepalive(s):
