@@ -197,8 +197,6 @@ static bool element_is(const char *e, size_t n, const char *s)
 }
 
 typedef struct {
-    size_t codings;
-    bool chunked_last;
     bool chunked_seen;
     bool other;
 } codings;
@@ -218,7 +216,6 @@ static http1_result read_coding(const char *e, size_t n, void *ctx, http1_error 
         return fail(err, 400, MALFORMED, "chunked is not the final transfer coding (RFC 9112)");
     c->chunked_seen = chunked;
     c->other |= !chunked;
-    c->codings++;
     return HTTP1_MORE;
 }
 
@@ -260,7 +257,7 @@ static http1_result read_length(const char *v, size_t n, http1_request *req, htt
  * connection. */
 static http1_result read_framing(const char *buf, http1_request *req, http1_error *err)
 {
-    size_t lengths = 0, hosts = 0;
+    size_t lengths = 0, hosts = 0, encodings = 0;
     codings tc = {0};
     int connection = 0;
     for (size_t i = 0; i < req->n_fields; i++) {
@@ -272,6 +269,7 @@ static http1_result read_framing(const char *buf, http1_request *req, http1_erro
                             "the request has several Content-Length headers (RFC 9112)");
             if (read_length(v, f->value.len, req, err) == HTTP1_ERROR) return HTTP1_ERROR;
         } else if (http1_span_is(buf, f->name, "transfer-encoding")) {
+            encodings++;
             if (each_element(v, f->value.len, read_coding, &tc, err) == HTTP1_ERROR)
                 return HTTP1_ERROR;
         } else if (http1_span_is(buf, f->name, "host")) {
@@ -286,12 +284,15 @@ static http1_result read_framing(const char *buf, http1_request *req, http1_erro
     }
     if (req->minor == 1 && hosts == 0)
         return fail(err, 400, MALFORMED, "an HTTP/1.1 request has no Host header (RFC 9112 3.2)");
-    if (tc.codings && lengths)
+    /* the field's presence decides, not its codings: an empty one (",",
+     * a tab) is a Transfer-Encoding whose final coding is not chunked,
+     * never one that is not there (RFC 9112 6.3) */
+    if (encodings && lengths)
         return fail(err, 400, MALFORMED,
                     "the request has both Content-Length and Transfer-Encoding (RFC 9112)");
-    if (tc.codings && req->minor == 0)
+    if (encodings && req->minor == 0)
         return fail(err, 400, MALFORMED, "an HTTP/1.0 request has a Transfer-Encoding (RFC 9112)");
-    if (tc.codings && !tc.chunked_seen)
+    if (encodings && !tc.chunked_seen)
         return fail(err, 400, MALFORMED, "chunked is not the final transfer coding (RFC 9112)");
     if (tc.other)
         return fail(err, 501, "unsupported_transfer_coding",

@@ -4,7 +4,7 @@
  * (HTTP/1.0, keep-alive rules, Expect, OWS, one empty line first), each
  * refusal with its status and reason (request line, version, limits as soon
  * as they are passed, field syntax, control bytes in values, Host, the
- * framing fields), and chunked bodies (sizes, extensions, trailers, the
+ * framing fields, an empty Transfer-Encoding), and chunked bodies (sizes, extensions, trailers, the
  * bytes after the end left alone, and each refusal). fuzz_http1_parser
  * feeds it arbitrary bytes.
  */
@@ -164,6 +164,13 @@ static const refusal REFUSALS[] = {
     {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501,
      "unsupported_transfer_coding"},
     {"GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400, "malformed_request"},
+    /* an empty Transfer-Encoding is one, whose final coding is not chunked */
+    {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: ,\r\nContent-Length: 2\r\n\r\n", 400,
+     "malformed_request"},
+    {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n\r\n", 400, "malformed_request"},
+    {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\t\r\n\r\n", 400, "malformed_request"},
+    {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: , ,\r\n\r\n", 400, "malformed_request"},
+    {"GET / HTTP/1.0\r\nTransfer-Encoding:\r\n\r\n", 400, "malformed_request"},
 };
 
 static void test_each_refusal_has_its_status_and_reason(void **state)

@@ -559,6 +559,13 @@ SMUGGLING = {
                                  "malformed_request"),
     "chunked_twice": (b"Transfer-Encoding: chunked, chunked\r\nX-Length: %d\r\n", 400,
                       "malformed_request"),
+    # an empty Transfer-Encoding is there all the same: not chunked, so 400
+    "empty_transfer_encoding_and_length": (b"Transfer-Encoding: ,\r\nContent-Length: %d\r\n",
+                                           400, "malformed_request"),
+    "empty_transfer_encoding": (b"Transfer-Encoding:\r\nX-Length: %d\r\n", 400,
+                                "malformed_request"),
+    "tab_transfer_encoding": (b"Transfer-Encoding:\t\r\nX-Length: %d\r\n", 400,
+                              "malformed_request"),
 }
 
 
