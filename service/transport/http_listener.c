@@ -41,6 +41,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
@@ -73,6 +75,11 @@
 #define LINGER_MS    1000
 #define LINGER_BYTES (256 << 10)
 #define READ_BYTES   (16 << 10)
+/* The bytes of answers a connection may leave unsent in the kernel
+ * (TCP_NOTSENT_LOWAT): past them a send waits for the client to read. A
+ * client that never reads its answers pins this, not the 2-4 MB of an
+ * autotuned send buffer, and its connection is seen stalled. */
+#define ANSWER_QUEUE_BYTES (128 << 10)
 
 typedef enum {
     PHASE_HEADERS,   /* reading a request's line and headers, or idle between requests */
@@ -91,6 +98,7 @@ typedef struct {
     conn_phase phase;
     int64_t since_ms;   /* when the phase began */
     int64_t body_bytes; /* PHASE_BODY: received so far, counted in receiving */
+    bool stalled;       /* PHASE_ANSWERING: the client leaves ANSWER_QUEUE_BYTES unread */
 } conn_slot;
 
 typedef enum { S_HEAD, S_BODY, S_WAIT, S_SEND, S_LINGER } conn_state;
@@ -242,16 +250,26 @@ static bool unread_bytes(const conn_slot *s)
     return ioctl(s->fd, FIONREAD, &n) == 0 && n > 0;
 }
 
+/* Whether s's answer has waited longer for its client than stalled's. */
+static bool longer_stalled(const conn_slot *s, const conn_slot *stalled)
+{
+    return s->phase == PHASE_ANSWERING && s->stalled &&
+           (!stalled || s->since_ms < stalled->since_ms);
+}
+
 /* A slot for a new connection from peer, or NULL when the limits say no.
- * At a limit, the oldest connection (of that peer, or of all) still reading
- * a request is shut to make room: a client that sends its request at once
- * always gets in, and slow ones only push each other out. One whose bytes
- * wait to be read is passed over: its request is there, not yet parsed
- * (under a burst of connections, it would be the oldest before its turn).
- * Caller holds mu. */
+ * At a limit, a connection (of that peer, or of all) is shut to make room:
+ * first the one whose client has left its answers unread the longest (a
+ * client that pipelines requests and reads nothing holds no slot), else
+ * the oldest still reading a request: a client that sends its request at
+ * once always gets in, and slow ones only push each other out. A reader
+ * whose bytes wait to be read is passed over: its request is there, not
+ * yet parsed (under a burst of connections, it would be the oldest before
+ * its turn). Caller holds mu. */
 static conn_slot *take_slot_locked(http_listener *l, const struct sockaddr_storage *peer)
 {
     conn_slot *free_slot = NULL, *oldest_reading = NULL, *oldest_peer_reading = NULL;
+    conn_slot *stalled = NULL, *peer_stalled = NULL;
     int live = 0, from_peer = 0;
     for (int i = 0; i < l->n_slots; i++) {
         conn_slot *s = &l->slots[i];
@@ -263,6 +281,8 @@ static conn_slot *take_slot_locked(http_listener *l, const struct sockaddr_stora
         bool same = same_host(&s->peer, peer);
         live++;
         from_peer += same;
+        if (longer_stalled(s, stalled)) stalled = s;
+        if (same && longer_stalled(s, peer_stalled)) peer_stalled = s;
         if (!reading(s)) continue;
         bool oldest = !oldest_reading || s->accepted_ms < oldest_reading->accepted_ms;
         bool oldest_of_peer =
@@ -273,7 +293,9 @@ static conn_slot *take_slot_locked(http_listener *l, const struct sockaddr_stora
     }
     bool peer_full = from_peer >= l->opt.limits.max_per_peer;
     bool all_full = live >= l->opt.limits.max_connections;
-    conn_slot *evict = peer_full ? oldest_peer_reading : all_full ? oldest_reading : NULL;
+    conn_slot *evict = peer_full  ? (peer_stalled ? peer_stalled : oldest_peer_reading)
+                       : all_full ? (stalled ? stalled : oldest_reading)
+                                  : NULL;
     if (!free_slot || ((peer_full || all_full) && !evict)) return NULL;
     if (evict) shut_locked(evict);
     return free_slot;
@@ -307,6 +329,8 @@ static void admit(http_listener *l, int fd, const struct sockaddr_storage *peer)
         return;
     }
     int64_t now = monotonic_ms();
+    int lowat = ANSWER_QUEUE_BYTES; /* best effort: without it, the send buffer bounds */
+    setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof lowat);
     *s = (conn_slot){.used = true,
                      .fd = fd,
                      .peer = *peer,
@@ -447,6 +471,7 @@ static void set_phase(conn *c, conn_phase phase)
     pthread_mutex_lock(&l->mu);
     c->slot->phase = phase;
     c->slot->since_ms = monotonic_ms();
+    c->slot->stalled = false;
     return_budget_locked(l, c->slot);
     pthread_mutex_unlock(&l->mu);
 }
@@ -889,11 +914,22 @@ static step step_wait(conn *c)
     return STEP_WAIT;
 }
 
+/* The kernel takes no more of c's answer: its client has left
+ * ANSWER_QUEUE_BYTES unread, and its slot may be taken first. */
+static void mark_stalled(conn *c)
+{
+    http_listener *l = c->w->l;
+    pthread_mutex_lock(&l->mu);
+    c->slot->stalled = true;
+    pthread_mutex_unlock(&l->mu);
+}
+
 static step step_send(conn *c)
 {
     while (c->out_off < c->out_len) {
         ssize_t n = io_send(c, c->out + c->out_off, c->out_len - c->out_off);
         if (n == IO_AGAIN) {
+            if (c->want_write && !c->interim) mark_stalled(c);
             watch(c, c->want_write ? EPOLLOUT : EPOLLIN);
             return STEP_WAIT;
         }

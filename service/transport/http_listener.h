@@ -8,11 +8,14 @@
  *   - accepts every connection at once, so the kernel's listen queue never
  *     grows (a client past the limits below is answered 503 and closed);
  *   - holds at most max_connections at a time, and max_per_peer from one
- *     address; at a limit, the oldest connection still reading a request
- *     (its headers, its body, or idle between two requests) makes room for
- *     the new one (one with bytes not yet read is passed over: its request
- *     is there), so slow clients (a slowloris) only push each other out,
- *     and a client that sends its request at once always gets in;
+ *     address; at a limit, the connection whose client has left its
+ *     answers unread the longest (past the 128 KiB of answers a connection
+ *     may leave unsent in the kernel) makes room for the new one, else the
+ *     oldest connection still reading a request (its headers, its body, or
+ *     idle between two requests; one with bytes not yet read is passed
+ *     over: its request is there), so slow clients (a slowloris) and
+ *     clients that read nothing only push each other out, and a client
+ *     that sends its request at once always gets in;
  *   - gives each request deadlines, not an idle timeout that every byte
  *     restarts: its request line and headers within header_ms of the
  *     connection's start or of the previous answer; its body at
