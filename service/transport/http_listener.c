@@ -26,7 +26,8 @@
  * LINGER (after an answer that closes the connection: the write side is
  * shut and what the client still sends is read and dropped until it
  * closes, so that unread bytes do not make the kernel reset the connection
- * before the client has read its answer).
+ * before the client has read its answer). A connection refused at accept
+ * closes the same way, on the acceptor (refused_conn).
  *
  * TLS is OpenSSL's (tls.c builds the context): the daemon already links
  * it to check the PEM files, its nonblocking SSL_accept/SSL_read/SSL_write
@@ -80,6 +81,9 @@
  * client that never reads its answers pins this, not the 2-4 MB of an
  * autotuned send buffer, and its connection is seen stalled. */
 #define ANSWER_QUEUE_BYTES (128 << 10)
+/* Refused connections closing in stages at a time (the acceptor's): past
+ * it the one refused first is closed at once. */
+#define MAX_REFUSED 64
 
 typedef enum {
     PHASE_HEADERS,   /* reading a request's line and headers, or idle between requests */
@@ -102,6 +106,15 @@ typedef struct {
 } conn_slot;
 
 typedef enum { S_HEAD, S_BODY, S_WAIT, S_SEND, S_LINGER } conn_state;
+
+/* A connection refused (503), closing in stages as an answered one does
+ * (S_LINGER): its write side shut, what its client still sends read and
+ * dropped until the client closes, for LINGER_MS or LINGER_BYTES at most. */
+typedef struct {
+    int fd;
+    int64_t until_ms;
+    size_t dropped;
+} refused_conn;
 
 typedef struct conn conn;
 typedef struct worker worker;
@@ -178,6 +191,8 @@ struct http_listener {
     int64_t receiving; /* the slots' body_bytes, together */
     char *refusal;     /* the whole 503 */
     size_t refusal_len;
+    refused_conn refused[MAX_REFUSED]; /* the acceptor's, oldest first */
+    int n_refused;
     worker *workers;
     unsigned n_workers, next_worker;
     size_t in_max; /* a connection's read buffer: the longest head the limits allow */
@@ -207,13 +222,39 @@ static bool same_host(const struct sockaddr_storage *a, const struct sockaddr_st
     return true;
 }
 
-static void refuse(const http_listener *l, int fd)
+static void forget_refused(http_listener *l, int i)
+{
+    close(l->refused[i].fd);
+    memmove(&l->refused[i], &l->refused[i + 1],
+            (size_t)(l->n_refused - i - 1) * sizeof *l->refused);
+    l->n_refused--;
+}
+
+/* Answers 503 and closes in stages (RFC 9112 9.6): closed at once with the
+ * client's request unread, the connection would be reset, and the client
+ * would likely see the reset, not the answer. */
+static void refuse(http_listener *l, int fd)
 {
     /* best effort: the answer fits any socket buffer, and a peer that is
      * gone gets nothing; a TLS client sees the connection close */
     ssize_t sent = l->tls ? 0 : send(fd, l->refusal, l->refusal_len, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)sent;
-    close(fd);
+    shutdown(fd, SHUT_WR);
+    if (l->n_refused == MAX_REFUSED) forget_refused(l, 0);
+    l->refused[l->n_refused++] =
+        (refused_conn){.fd = fd, .until_ms = monotonic_ms() + LINGER_MS, .dropped = 0};
+}
+
+/* Reads and drops what a refused client sends; true when its connection
+ * is done with (the client closed, or sent too much). */
+static bool drain_refused(refused_conn *r)
+{
+    char drop[4096];
+    for (;;) {
+        ssize_t n = recv(r->fd, drop, sizeof drop, 0);
+        if (n > 0 && (r->dropped += (size_t)n) <= LINGER_BYTES) continue;
+        return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
+    }
 }
 
 static void shut_locked(conn_slot *s)
@@ -388,12 +429,25 @@ static void sweep(http_listener *l)
 static void *acceptor_main(void *arg)
 {
     http_listener *l = arg;
-    struct pollfd polled[2] = {{.fd = l->listen_fd, .events = POLLIN},
-                               {.fd = l->wake[0], .events = POLLIN}};
+    struct pollfd polled[2 + MAX_REFUSED] = {{.fd = l->listen_fd, .events = POLLIN},
+                                             {.fd = l->wake[0], .events = POLLIN}};
     while (!atomic_load(&l->stopping)) {
-        if (poll(polled, 2, SWEEP_MS) > 0 && (polled[0].revents & POLLIN)) accept_pending(l);
+        int n = l->n_refused;
+        for (int i = 0; i < n; i++)
+            polled[2 + i] = (struct pollfd){.fd = l->refused[i].fd, .events = POLLIN};
+        bool ready = poll(polled, (nfds_t)(2 + n), SWEEP_MS) > 0;
+        /* the refused before the accept: it may refuse more */
+        int64_t now = monotonic_ms();
+        for (int i = n - 1; i >= 0; i--) {
+            refused_conn *r = &l->refused[i];
+            if ((ready && polled[2 + i].revents && drain_refused(r)) || now >= r->until_ms)
+                forget_refused(l, i);
+        }
+        if (ready && (polled[0].revents & POLLIN)) accept_pending(l);
         sweep(l);
     }
+    while (l->n_refused)
+        forget_refused(l, l->n_refused - 1);
     return NULL;
 }
 

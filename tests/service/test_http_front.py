@@ -314,6 +314,37 @@ def test_with_no_connection_to_push_out_a_client_gets_503_as_json():
         d.wait_idle(timeout=60)
 
 
+def test_a_refused_client_reads_its_503_not_a_reset():
+    """The 503 of a connection past the limits closes in stages (RFC 9112
+    9.6): the write side shut, what the client still sends read and
+    dropped until it closes. A client that sends its request and a 64 KiB
+    body before it reads gets the 503 every time, never a reset (closed at
+    once with the request unread, the connection was reset)."""
+    with Daemon("--http-listen", "127.0.0.1:0", "--http-max-connections", "1",
+                "--max-items", "100000") as d:
+        api = Http(d)
+        s = start_long_score(api.port, items=30000)
+        d.wait_jobs(1)
+        body = b"{" + b" " * (64 << 10) + b"}"
+        request = (b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
+                   % (len(body), body))
+        outcomes = []
+        for _ in range(20):
+            try:
+                with raw_connect(api.port, request, timeout=10) as r:
+                    time.sleep(0.05)  # the 503 and the close are in before it reads
+                    got = b""
+                    while chunk := r.recv(65536):
+                        got += chunk
+                outcomes.append(got.split(b"\r\n")[0])
+            except OSError as e:
+                outcomes.append(type(e).__name__)
+        assert outcomes == [b"HTTP/1.1 503 Service Unavailable"] * 20, outcomes
+        assert still_open(s)  # the running call was not touched
+        s.close()
+        d.wait_idle(timeout=60)
+
+
 def test_tls_is_served(tmp_path):
     """With --tls-cert the HTTP API speaks TLS through the acceptor and the
     suspended connections: a score that waits for the engine is answered,
