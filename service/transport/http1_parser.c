@@ -106,6 +106,32 @@ static http1_result check_partial_request_line(const char *line, size_t n, const
     return HTTP1_MORE;
 }
 
+static bool host_is_valid(const char *v, size_t n);
+
+/* The path of an absolute-form target ("http://host/path?query", RFC 9112
+ * 3.2.2: a server must take it as it takes the origin form, the path
+ * routed). With no path ("http://host", "http://host?q") it is "/": the
+ * second slash of "//". False when target is not one. */
+static bool absolute_form_path(const char *target, size_t n, const char **path, size_t *path_len)
+{
+    size_t scheme = n >= 7 && strncasecmp(target, "http://", 7) == 0    ? 7
+                    : n >= 8 && strncasecmp(target, "https://", 8) == 0 ? 8
+                                                                        : 0;
+    if (!scheme) return false;
+    size_t end = scheme;
+    while (end < n && target[end] != '/' && target[end] != '?')
+        end++;
+    if (end == scheme || !host_is_valid(target + scheme, end - scheme)) return false;
+    if (end < n && target[end] == '/') {
+        *path = target + end;
+        *path_len = n - end;
+    } else {
+        *path = target + scheme - 1;
+        *path_len = 1;
+    }
+    return true;
+}
+
 static http1_result parse_request_line(const char *buf, const char *line, size_t n,
                                        const http1_limits *lim, http1_request *req,
                                        http1_error *err)
@@ -117,25 +143,31 @@ static http1_result parse_request_line(const char *buf, const char *line, size_t
         return fail(err, 400, MALFORMED, "the request line is not METHOD TARGET HTTP-VERSION");
     const char *target = sp1 + 1;
     size_t target_len = (size_t)(sp2 - target);
-    if (target_len == 0 || target[0] != '/')
-        return fail(err, 400, MALFORMED,
-                    "the request target is not in origin form (a path starting with /)");
     for (size_t i = 0; i < target_len; i++)
         if (!is_target_byte((unsigned char)target[i]))
             return fail(err, 400, MALFORMED, "the request target holds a control byte");
+    const char *path = target;
+    size_t path_len = target_len;
+    if (target_len == 0 ||
+        (target[0] != '/' && !absolute_form_path(target, target_len, &path, &path_len)))
+        return fail(err, 400, MALFORMED,
+                    "the request target is neither in origin form (a path starting with /) nor "
+                    "in absolute form (http://host/path)");
     const char *version = sp2 + 1;
     size_t vlen = (size_t)(line + n - version);
     if (vlen != 8 || memcmp(version, "HTTP/", 5) != 0 || version[5] < '0' || version[5] > '9' ||
         version[6] != '.' || version[7] < '0' || version[7] > '9')
         return fail(err, 400, MALFORMED, "the request line does not end with an HTTP version");
-    if (version[5] != '1' || (version[7] != '0' && version[7] != '1'))
+    if (version[5] != '1')
         return fail(err, 505, "http_version_not_supported",
-                    "the HTTP version is not served: HTTP/1.1 and HTTP/1.0 are");
+                    "the HTTP version is not served: HTTP/1.x is");
     req->method = span(buf, line, (size_t)(sp1 - line));
     req->target = span(buf, target, target_len);
-    const char *query = memchr(target, '?', target_len);
-    req->path = span(buf, target, query ? (size_t)(query - target) : target_len);
-    req->minor = version[7] - '0';
+    const char *query = memchr(path, '?', path_len);
+    req->path = span(buf, path, query ? (size_t)(query - path) : path_len);
+    /* a later 1.x is served as 1.1, the highest minor this server
+     * implements (RFC 9110 2.5) */
+    req->minor = version[7] == '0' ? 0 : 1;
     return HTTP1_MORE;
 }
 

@@ -61,6 +61,24 @@ typedef struct {
     bool ended; /* on_end has answered: nothing of ex is touched by it after */
 } exchange;
 
+static const char *method_of(const http_endpoint *ep)
+{
+    return ep->method ? ep->method : "POST";
+}
+
+/* What a path takes: HEAD beside GET (RFC 9110 9.1: a server that takes
+ * GET on a path takes HEAD, answered as GET without the body). */
+static const char *allowed_of(const http_endpoint *ep)
+{
+    return strcmp(method_of(ep), "GET") == 0 ? "GET, HEAD" : method_of(ep);
+}
+
+static bool takes(const http_endpoint *ep, const char *method)
+{
+    return strcmp(method, method_of(ep)) == 0 ||
+           (strcmp(method, "HEAD") == 0 && strcmp(method_of(ep), "GET") == 0);
+}
+
 /* The header fields of an answer of status: its request id (when it
  * answers a request), and what the status calls for. */
 static void answer_headers(unsigned status, const exchange *ex, char *buf, size_t cap)
@@ -70,7 +88,7 @@ static void answer_headers(unsigned status, const exchange *ex, char *buf, size_
     if (status == 401) n += snprintf(buf + n, cap - (size_t)n, "WWW-Authenticate: Bearer\r\n");
     if (status == 405)
         n += snprintf(buf + n, cap - (size_t)n, "Allow: %s\r\n",
-                      ex && ex->ep && ex->ep->method ? ex->ep->method : "POST");
+                      ex && ex->ep && ex->ep->method ? allowed_of(ex->ep) : "POST");
     if (status == 429 || status == 503)
         n += snprintf(buf + n, cap - (size_t)n, "Retry-After: 1\r\n");
     if (n == 0) buf[0] = '\0';
@@ -224,11 +242,6 @@ static bool is_json(const char *content_type, size_t len)
     return n == len || content_type[n] == ';';
 }
 
-static const char *method_of(const http_endpoint *ep)
-{
-    return ep->method ? ep->method : "POST";
-}
-
 static const http_endpoint *find_endpoint(const http_server *s, const char *path)
 {
     for (size_t i = 0; i < s->opt.n_endpoints; i++)
@@ -276,9 +289,9 @@ static void *begin(void *cls, http_request *rq)
         rpc_status_set(&st, GRPC_STATUS_UNIMPLEMENTED, "not_found", NULL,
                        "nothing is served at this path; the endpoints are %s", served);
         call_finish(ex->c, &st);
-    } else if (strcmp(rq->method, method_of(ex->ep)) != 0) {
+    } else if (!takes(ex->ep, rq->method)) {
         rpc_status_set(&st, GRPC_STATUS_UNIMPLEMENTED, "method_not_allowed", NULL,
-                       "%s takes %s, not %.16s", ex->ep->path, method_of(ex->ep), rq->method);
+                       "%s takes %s, not %.16s", ex->ep->path, allowed_of(ex->ep), rq->method);
         call_finish(ex->c, &st);
     } else if (h.content_type && !is_json(h.content_type, h.content_type_len)) {
         rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "unsupported_media_type", NULL,

@@ -322,7 +322,7 @@ def test_get_paths(daemon, api):
     assert status == 200 and got["openapi"].startswith("3.1")
     for path in ("/health", "/v1/models", "/openapi.json"):
         status, headers, got = api.post(path, {})
-        assert status == 405 and headers["Allow"] == "GET", got
+        assert status == 405 and headers["Allow"] == "GET, HEAD", got
         assert http_error(got) == ("method_not_allowed", None)
     # apart from the scoring calls, as gRPC health is
     daemon.wait_idle()
@@ -543,6 +543,26 @@ def test_not_served(small):
     assert http_error(got) == ("method_not_allowed", None)
 
 
+def test_head_is_get_without_the_body(small):
+    """RFC 9110 9.1: HEAD on every GET path is answered as GET, with its
+    Content-Length and no body (the next answer on the connection follows
+    the head at once); on a POST path it is 405."""
+    for path in (b"/health", b"/v1/models", b"/openapi.json"):
+        get = b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % path
+        with raw_request(small[0].port, get, timeout=30) as s:
+            whole = read_until_close(s)
+        body = whole.partition(b"\r\n\r\n")[2]
+        with raw_request(small[0].port, get.replace(b"GET", b"HEAD").replace(
+                b"Connection: close\r\n", b"") + get, timeout=30) as s:
+            got = read_until_close(s)
+        head, _, rest = got.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 "), got
+        assert b"\r\nContent-Length: %d\r\n" % len(body) in head, (head, len(body))
+        assert rest.startswith(b"HTTP/1.1 200 "), rest[:200]  # no body between
+    status, headers, got = small[0].post("/v1/score", b"", method="HEAD")
+    assert status == 405 and headers["Allow"] == "POST", (status, headers)
+
+
 SMUGGLING = {
     "repeated_content_length": (b"Content-Length: %d\r\nContent-Length: 5\r\n", 400,
                                 "malformed_request"),
@@ -635,8 +655,9 @@ CHUNKED_HEAD = b"POST /v1/score HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunke
 PARSER_ERRORS = {
     "garbage_request_line": (b"GARBAGE\r\n\r\n", 400, "malformed_request"),
     "garbage_without_a_line_end": (b"GAR\x01BAGE", 400, "malformed_request"),
-    "absolute_form_target": (b"POST http://x/v1/score HTTP/1.1\r\nHost: x\r\n\r\n", 400,
-                             "malformed_request"),
+    "asterisk_form_target": (b"POST * HTTP/1.1\r\nHost: x\r\n\r\n", 400, "malformed_request"),
+    "absolute_form_of_another_scheme": (b"POST ftp://x/v1/score HTTP/1.1\r\nHost: x\r\n\r\n",
+                                        400, "malformed_request"),
     "http_2_0": (b"POST /v1/score HTTP/2.0\r\nHost: x\r\n\r\n", 505,
                  "http_version_not_supported"),
     "http_0_9": (b"POST /v1/score HTTP/0.9\r\nHost: x\r\n\r\n", 505,
@@ -669,6 +690,11 @@ PARSER_ERRORS = {
     "chunk_size_past_2_60": (CHUNKED_HEAD + b"1" + b"0" * 16 + b"\r\n{}\r\n0\r\n\r\n", 400,
                              "malformed_request"),
     "chunk_without_crlf": (CHUNKED_HEAD + b"2\r\n{}xx0\r\n\r\n", 400, "malformed_request"),
+    # past --max-message-bytes (4096), its end in the same read: closed all
+    # the same, so the request after it is not read
+    "chunked_past_the_limit_whole": (
+        CHUNKED_HEAD + b"1770\r\n" + b" " * 6000 + b"\r\n0\r\n\r\n" +
+        b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n", 413, "message_too_large"),
 }
 
 
@@ -688,7 +714,8 @@ def test_the_parser_refusals_are_json_once_and_close(small, case):
 def test_what_the_parser_takes(small):
     """The other side of the refusals: HTTP/1.0, chunk extensions and
     trailers, an empty line before the request, optional whitespace around
-    a value and Expect: 100-continue are served."""
+    a value, an absolute-form target (RFC 9112 3.2.2), HTTP/1.2 (served as
+    1.1: RFC 9110 2.5) and Expect: 100-continue are served."""
     body = ONE_ITEM
     chunked = (b"%x;ext=1\r\n%s\r\n0\r\nX-Trailer: t\r\n\r\n" % (len(body), body))
     requests = [
@@ -697,6 +724,12 @@ def test_what_the_parser_takes(small):
         b"Transfer-Encoding: chunked\r\n\r\n" + chunked,
         b"POST /v1/score HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
         b"Content-Length:   %d  \r\n\r\n%s" % (len(body), body),
+        b"POST http://x/v1/score HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body),
+        b"POST HTTPS://x:8080/v1/score?q=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body),
+        b"POST /v1/score HTTP/1.2\r\nHost: x\r\nConnection: close\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body),
     ]
     for data in requests:
         s = raw_request(small[0].port, data, timeout=30)
