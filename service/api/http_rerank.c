@@ -44,11 +44,13 @@ static void on_body(call *c, const char *body, size_t len)
         return;
     }
     Lmscore__V1__ScoreRequest *req;
-    if (rerank_profile_request(h->profile, rr->query, rr->documents, rr->n_documents, &budget, &req,
-                               &err) != LMS_OK) {
+    bool truncate = rr->truncation_said ? rr->truncate : h->svc->cfg->truncate_documents;
+    if (rerank_profile_request(h->profile, rr->query, rr->documents, rr->n_documents,
+                               truncate ? &rr->truncation : NULL, &budget, &req, &err) != LMS_OK) {
         http_call_fail(c, &err);
         return;
     }
+    rr->n_scored = rr->n_documents;
     if (!rr->return_documents) rerank_request_drop_documents(rr); /* the answer has none */
     req->return_logprobs = rr->raw_scores;
     score_call_submit(h->svc, c, engine, req, NULL);
@@ -108,11 +110,65 @@ static void ranked_result(json_writer *w, const ranked *r)
     json_float(w, r->relevance);
 }
 
-/* Cohere v1, Jina, vLLM: {model, results, usage}. */
-static void cohere_v1(json_writer *w, const http_rerank *h, const rerank_request *rr,
+/* Cohere's search units: one per query and started hundred documents. */
+static int64_t search_units(size_t n_documents)
+{
+    return n_documents ? (int64_t)((n_documents + 99) / 100) : 1;
+}
+
+/* The documents cut to their budget, by index: [{index, tokens_kept,
+ * tokens_dropped}], under meta; nothing when none was. */
+static void truncated_documents(json_writer *w, const Lmscore__V1__ScoreResponse *resp)
+{
+    bool any = false;
+    for (size_t i = 0; i < resp->n_items; i++) {
+        const Lmscore__V1__ItemScores *it = resp->items[i];
+        if (it->tokens_dropped <= 0) continue;
+        if (!any) {
+            json_key(w, "truncated_documents");
+            json_array_open(w);
+            any = true;
+        }
+        json_object_open(w);
+        json_key(w, "index");
+        json_int(w, (int64_t)i);
+        json_key(w, "tokens_kept");
+        json_int(w, it->tokens_kept);
+        json_key(w, "tokens_dropped");
+        json_int(w, it->tokens_dropped);
+        json_object_close(w);
+    }
+    if (any) json_array_close(w);
+}
+
+/* Cohere's meta: api_version, billed_units, lmscore's truncated_documents
+ * (v2 adds tokens, the caller's). */
+static void cohere_meta_open(json_writer *w, const char *version, const rerank_request *rr,
+                             const Lmscore__V1__ScoreResponse *resp)
+{
+    json_key(w, "meta");
+    json_object_open(w);
+    json_key(w, "api_version");
+    json_object_open(w);
+    json_key(w, "version");
+    json_string(w, version);
+    json_object_close(w);
+    json_key(w, "billed_units");
+    json_object_open(w);
+    json_key(w, "search_units");
+    json_int(w, search_units(rr->n_scored));
+    json_object_close(w);
+    truncated_documents(w, resp);
+}
+
+/* Cohere v1, Jina, vLLM: {id, model, results, meta, usage}; the id is the
+ * call's request id. */
+static void cohere_v1(json_writer *w, const call *c, const http_rerank *h, const rerank_request *rr,
                       const ranked *order, size_t shown, const Lmscore__V1__ScoreResponse *resp)
 {
     json_object_open(w);
+    json_key(w, "id");
+    json_string(w, call_request_id(c));
     http_call_model(w, h->svc);
     json_key(w, "results");
     json_array_open(w);
@@ -122,13 +178,15 @@ static void cohere_v1(json_writer *w, const http_rerank *h, const rerank_request
         json_object_close(w);
     }
     json_array_close(w);
+    cohere_meta_open(w, "1", rr, resp);
+    json_object_close(w);
     http_call_usage(w, resp->usage);
     json_object_close(w);
 }
 
 /* Cohere v2: {id, results, meta}; the id is the call's request id. */
-static void cohere_v2(json_writer *w, const call *c, const ranked *order, size_t shown,
-                      const Lmscore__V1__ScoreResponse *resp)
+static void cohere_v2(json_writer *w, const call *c, const rerank_request *rr, const ranked *order,
+                      size_t shown, const Lmscore__V1__ScoreResponse *resp)
 {
     json_object_open(w);
     json_key(w, "id");
@@ -140,13 +198,7 @@ static void cohere_v2(json_writer *w, const call *c, const ranked *order, size_t
         json_object_close(w);
     }
     json_array_close(w);
-    json_key(w, "meta");
-    json_object_open(w);
-    json_key(w, "api_version");
-    json_object_open(w);
-    json_key(w, "version");
-    json_string(w, "2");
-    json_object_close(w);
+    cohere_meta_open(w, "2", rr, resp);
     json_key(w, "tokens");
     json_object_open(w);
     json_key(w, "input_tokens");
@@ -158,7 +210,8 @@ static void cohere_v2(json_writer *w, const call *c, const ranked *order, size_t
     json_object_close(w);
 }
 
-/* TEI: [{index, score, text}], every text. */
+/* TEI: [{index, score, text}], every text; a text cut to its budget also
+ * says tokens_kept and tokens_dropped. */
 static void tei(json_writer *w, const rerank_request *rr, const ranked *order, size_t n,
                 const Lmscore__V1__ScoreResponse *resp)
 {
@@ -170,6 +223,13 @@ static void tei(json_writer *w, const rerank_request *rr, const ranked *order, s
         json_key(w, "score");
         json_float(w, rr->raw_scores ? log_odds(resp->items[order[k].index]) : order[k].relevance);
         if (rr->return_documents) document_text(w, "text", rr->documents[order[k].index], false);
+        const Lmscore__V1__ItemScores *it = resp->items[order[k].index];
+        if (it->tokens_dropped > 0) {
+            json_key(w, "tokens_kept");
+            json_int(w, it->tokens_kept);
+            json_key(w, "tokens_dropped");
+            json_int(w, it->tokens_dropped);
+        }
         json_object_close(w);
     }
     json_array_close(w);
@@ -192,10 +252,10 @@ static void render(call *c, const ProtobufCMessage *reply, json_writer *w)
     size_t shown = rr->top_n > 0 && (size_t)rr->top_n < n ? (size_t)rr->top_n : n;
     switch (h->dialect) {
     case RERANK_COHERE:
-        cohere_v1(w, h, rr, order, shown, resp);
+        cohere_v1(w, c, h, rr, order, shown, resp);
         break;
     case RERANK_COHERE_V2:
-        cohere_v2(w, c, order, shown, resp);
+        cohere_v2(w, c, rr, order, shown, resp);
         break;
     case RERANK_TEI:
         tei(w, rr, order, n, resp);

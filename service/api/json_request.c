@@ -211,7 +211,22 @@ enum {
     SEEN_RAW_SCORES = 4096,
     SEEN_TRUNCATE = 8192,
     SEEN_MAX_TOKENS = 16384,
+    SEEN_TRUNCATE_PROMPT = 32768,
+    SEEN_DIRECTION = 65536,
 };
+
+/* vLLM's truncate_prompt_tokens: the most tokens of a sequence, -1 for the
+ * server's limit; the item (document) is cut, keeping its start. */
+static bool read_truncate_prompt(reading *x, const char *key, Lmscore__V1__Truncation *t)
+{
+    int64_t v;
+    if (!json_read_int(&x->r, key, -1, INT32_MAX, &v)) return false;
+    if (v == 0)
+        return json_fail(&x->r, "malformed_request", key,
+                         "-1 (the server's limit) or a positive token count");
+    t->max_sequence_tokens = v < 0 ? 0 : (int32_t)v;
+    return true;
+}
 
 /* A required member the body left out (or null), once the body has been
  * read to its end (a body that is not JSON says so first). */
@@ -248,6 +263,12 @@ static bool read_score_member(reading *x, const char *key, unsigned *seen,
     if (strcmp(key, "algorithm") == 0)
         return first_time(x, seen, SEEN_ALGORITHM, key) && read_algorithm(x, &req->algorithm);
     if (strcmp(key, "model") == 0) return read_model(x, seen, model);
+    if (strcmp(key, "truncate_prompt_tokens") == 0) {
+        if (!first_time(x, seen, SEEN_TRUNCATE_PROMPT, key)) return false;
+        if (!(req->truncation = take(x, sizeof *req->truncation))) return false;
+        lmscore__v1__truncation__init(req->truncation);
+        return read_truncate_prompt(x, key, req->truncation);
+    }
     return json_skip(&x->r);
 }
 
@@ -335,17 +356,24 @@ static bool read_documents(reading *x, rerank_dialect dialect, const char *key, 
     return !json_failed(&x->r);
 }
 
-/* TEI's truncate: false is what lmscore does (a document too long is
- * refused); true would cut documents, which it does not. */
-static bool read_truncate(reading *x, const char *key)
+/* TEI's truncation_direction: its enum's names, as serde reads them. */
+static bool read_direction(reading *x, const char *key, Lmscore__V1__TruncationSide *side)
 {
-    bool truncate;
-    if (!json_read_bool(&x->r, key, &truncate)) return false;
-    if (truncate)
-        return json_fail(&x->r, "truncation_unsupported", key,
-                         "%s: lmscore does not truncate; a text too long for "
-                         "--max-sequence-tokens is refused (sequence_too_long)",
-                         key);
+    char name[16] = "";
+    size_t bound;
+    json_kind kind = json_peek(&x->r);
+    if (kind == JSON_INVALID) return false;
+    if (kind != JSON_STRING)
+        return json_fail(&x->r, "invalid_truncation_direction", key, "\"Left\" or \"Right\"");
+    if (!json_string_bound(&x->r, key, &bound)) return false;
+    if (!json_read_string(&x->r, key, bound <= sizeof name ? name : NULL, NULL)) return false;
+    if (strcmp(name, "Left") == 0)
+        *side = LMSCORE__V1__TRUNCATION_SIDE__TRUNCATION_SIDE_LEFT;
+    else if (strcmp(name, "Right") == 0)
+        *side = LMSCORE__V1__TRUNCATION_SIDE__TRUNCATION_SIDE_RIGHT;
+    else
+        return json_fail(&x->r, "invalid_truncation_direction", key,
+                         "\"%.15s\": \"Left\" or \"Right\"", name);
     return true;
 }
 
@@ -366,12 +394,26 @@ static bool read_rerank_member(reading *x, rerank_dialect dialect, const char *k
     if (tei && strcmp(key, "raw_scores") == 0)
         return first_time(x, seen, SEEN_RAW_SCORES, key) &&
                json_read_bool(&x->r, key, &out->raw_scores);
-    if (tei && strcmp(key, "truncate") == 0)
-        return first_time(x, seen, SEEN_TRUNCATE, key) && read_truncate(x, key);
+    if (tei && strcmp(key, "truncate") == 0) {
+        out->truncation_said = true;
+        return first_time(x, seen, SEEN_TRUNCATE, key) &&
+               json_read_bool(&x->r, key, &out->truncate);
+    }
+    if (tei && strcmp(key, "truncation_direction") == 0)
+        return first_time(x, seen, SEEN_DIRECTION, key) &&
+               read_direction(x, key, &out->truncation.side);
     if (dialect == RERANK_COHERE_V2 && strcmp(key, "max_tokens_per_doc") == 0) {
-        int64_t ignored;
-        return first_time(x, seen, SEEN_MAX_TOKENS, key) &&
-               json_read_int(&x->r, key, 1, INT32_MAX, &ignored);
+        int64_t v;
+        if (!first_time(x, seen, SEEN_MAX_TOKENS, key) ||
+            !json_read_int(&x->r, key, 1, INT32_MAX, &v))
+            return false;
+        out->truncation.max_item_tokens = (int32_t)v;
+        return true;
+    }
+    if (dialect == RERANK_COHERE && strcmp(key, "truncate_prompt_tokens") == 0) {
+        out->truncation_said = out->truncate = true;
+        return first_time(x, seen, SEEN_TRUNCATE_PROMPT, key) &&
+               read_truncate_prompt(x, key, &out->truncation);
     }
     if (!tei && strcmp(key, "model") == 0) return read_model(x, seen, model);
     return json_skip(&x->r);
@@ -385,6 +427,12 @@ lms_status json_rerank_request(rerank_dialect dialect, const char *body, size_t 
     json_reader_init(&x.r, body, len);
     memset(out, 0, sizeof *out);
     out->return_documents = dialect == RERANK_COHERE;
+    lmscore__v1__truncation__init(&out->truncation);
+    if (dialect == RERANK_COHERE_V2) {
+        /* Cohere cuts every document to max_tokens_per_doc */
+        out->truncation_said = out->truncate = true;
+        out->truncation.max_item_tokens = RERANK_MAX_TOKENS_PER_DOC;
+    }
     *model = NULL;
     unsigned seen = 0;
     char key[JSON_KEY_MAX];

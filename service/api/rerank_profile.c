@@ -198,19 +198,24 @@ static Lmscore__V1__Input *text_input(decode_budget *b, const char *x, const cha
 }
 
 lms_status rerank_profile_request(const rerank_profile *p, const char *query, char *const *docs,
-                                  size_t n_docs, decode_budget *budget,
-                                  Lmscore__V1__ScoreRequest **out, lms_error *err)
+                                  size_t n_docs, const Lmscore__V1__Truncation *truncation,
+                                  decode_budget *budget, Lmscore__V1__ScoreRequest **out,
+                                  lms_error *err)
 {
     Lmscore__V1__ScoreRequest *req = decode_budget_alloc(budget, sizeof *req);
     if (req) {
         lmscore__v1__score_request__init(req);
         req->query = text_input(budget, p->head, query, p->middle);
+        req->item_suffix = text_input(budget, p->tail, "", "");
         req->items = decode_budget_alloc(budget, (n_docs ? n_docs : 1) * sizeof *req->items);
         req->label_token_ids = decode_budget_alloc(budget, p->n_labels * sizeof(int32_t));
+        if (truncation && (req->truncation = decode_budget_alloc(budget, sizeof *req->truncation)))
+            *req->truncation = *truncation;
     }
-    bool ok = req && req->query && req->items && req->label_token_ids;
+    bool ok = req && req->query && req->item_suffix && req->items && req->label_token_ids &&
+              (!truncation || req->truncation);
     for (size_t i = 0; ok && i < n_docs; i++)
-        if ((ok = (req->items[i] = text_input(budget, p->lead, docs[i], p->tail)) != NULL))
+        if ((ok = (req->items[i] = text_input(budget, p->lead, docs[i], "")) != NULL))
             req->n_items = i + 1;
     if (!ok) {
         if (req) protobuf_c_message_free_unpacked(&req->base, NULL);

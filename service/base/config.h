@@ -22,6 +22,7 @@ typedef struct {
     int64_t http_header_timeout_ms;
     int64_t http_body_min_rate; /* bytes a second */
     char rerank_profile[4096];  /* empty: the default */
+    bool truncate_documents;    /* rerank documents cut when the request does not say */
     /* NAME[,NAME...]: the names the HTTP API's "model" may carry, the first
      * one answered; empty: the model file's name */
     char served_model_names[1024];

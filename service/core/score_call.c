@@ -32,6 +32,9 @@ typedef struct {
     bool with_logprobs;
     int64_t index_base; /* index of the first item of this engine call */
     score_chunk_view view;
+    /* With truncation: the engine call's items' tokens kept and dropped
+     * (score_items'), else NULL. */
+    const int32_t *kept, *dropped;
     uint8_t *streamed; /* [n_items]: already sent by on_items */
     int32_t n_labels;
     int64_t sending_ns; /* spent in on_items, sending (waiting for the client) */
@@ -45,11 +48,24 @@ static int hook_should_stop(void *ctx)
     return call_should_stop(run->c);
 }
 
+/* Says, on each item of v (the engine call's items first.. onwards) that
+ * was cut, what the cut kept and dropped. */
+static void note_cuts(const engine_run *run, score_chunk_view *v, int32_t first, int32_t n)
+{
+    if (!run->dropped) return;
+    for (int32_t k = 0; k < n; k++)
+        if (run->dropped[first + k] > 0) {
+            v->items[k].tokens_kept = run->kept[first + k];
+            v->items[k].tokens_dropped = run->dropped[first + k];
+        }
+}
+
 static bool send_chunk(engine_run *run, int32_t first, int32_t n, const float *scores,
                        const float *logprobs)
 {
     score_chunk_view_fill(&run->view, run->index_base + first, n, run->n_labels, scores, logprobs,
                           run->with_logprobs);
+    note_cuts(run, &run->view, first, n);
     Lmscore__V1__ScoreStreamResponse msg = LMSCORE__V1__SCORE_STREAM_RESPONSE__INIT;
     msg.kind_case = LMSCORE__V1__SCORE_STREAM_RESPONSE__KIND_CHUNK;
     msg.chunk = &run->view.chunk;
@@ -211,7 +227,9 @@ bool score_call_chunk(lms_engine *engine, lms_score_session *session, call *c,
     engine_run run = {.c = c,
                       .stream = true,
                       .with_logprobs = h->return_logprobs,
-                      .index_base = index_base + first};
+                      .index_base = index_base + first,
+                      .kept = items->kept ? items->kept + first : NULL,
+                      .dropped = items->dropped ? items->dropped + first : NULL};
     lms_score_result res;
     bool ok = run_engine(engine, session, &run, &req, &res, st);
     t->timing.engine_ns += run.engine_ns;
@@ -246,7 +264,10 @@ static void score_unary(score_job *job, score_timing *timing)
 {
     service_job *base = &job->base;
     lms_score_request req = score_request_with_items(&job->header, &job->items);
-    engine_run run = {.c = base->c, .with_logprobs = job->header.return_logprobs};
+    engine_run run = {.c = base->c,
+                      .with_logprobs = job->header.return_logprobs,
+                      .kept = job->items.kept,
+                      .dropped = job->items.dropped};
     lms_score_result res = {0};
     rpc_status st;
     if (run_engine(base->engine, NULL, &run, &req, &res, &st)) {
@@ -257,6 +278,7 @@ static void score_unary(score_job *job, score_timing *timing)
         Lmscore__V1__ScoreResponse resp;
         score_response_fill(&resp, &usage, &run.view, &res, job->header.request.label_ids,
                             job->header.return_logprobs);
+        note_cuts(&run, &run.view, 0, res.n_items);
         resp.timing = &timing_view.msg;
         service_job_reply(base, &resp.base);
     } else {
@@ -280,12 +302,20 @@ static service_job_step score_job_run(service_job *base)
     if (!job->prepared) {
         int64_t started = monotonic_ns();
         lms_error err = {0};
-        lms_status prepared =
-            score_header_prepare(base->engine, &SCORE_HEADER_FIELDS_OF(req),
-                                 base->svc->cfg->max_text_bytes, &job->header, &err);
+        score_header_fields fields = SCORE_HEADER_FIELDS_OF(req);
+        fields.truncation = req->truncation;
+        fields.item_suffix = req->item_suffix;
+        lms_status prepared = score_header_prepare(
+            base->engine, &fields, base->svc->cfg->max_text_bytes, &job->header, &err);
         if (prepared == LMS_OK)
             prepared = score_items_prepare(base->engine, &job->header, req->items, req->n_items, 0,
                                            &job->items, &err);
+        if (prepared == LMS_OK && job->items.n_truncated) {
+            int64_t dropped = 0;
+            for (int32_t i = 0; i < job->items.n_items; i++)
+                dropped += job->items.dropped[i];
+            metrics_truncated(job->items.n_truncated, dropped);
+        }
         /* a stream scores by chunks: a bad item is refused before the first */
         lms_score_request whole = score_request_with_items(&job->header, &job->items);
         if (prepared == LMS_OK && job->gate)
