@@ -44,6 +44,7 @@ lms_status http_api_create(const lmscored_config *cfg, service *svc, const api_k
     }
     a->endpoints[n++] = &a->info.health;
     a->endpoints[n++] = &a->info.models;
+    a->endpoints[n++] = &a->info.model;
     a->endpoints[n++] = &a->info.openapi;
     *out = a;
     return LMS_OK;

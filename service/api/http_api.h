@@ -19,7 +19,7 @@
 
 typedef struct http_api http_api;
 
-#define HTTP_API_ENDPOINTS 7
+#define HTTP_API_ENDPOINTS 8
 
 /* Loads the rerank profile and prepares the endpoints; fails on a bad
  * profile (field rerank-profile). */

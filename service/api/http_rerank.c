@@ -174,7 +174,15 @@ static void cohere_v1(json_writer *w, const call *c, const http_rerank *h, const
     json_array_open(w);
     for (size_t k = 0; k < shown; k++) {
         ranked_result(w, &order[k]);
-        if (rr->return_documents) document_text(w, "document", rr->documents[order[k].index], true);
+        if (rr->return_documents) {
+            size_t i = order[k].index;
+            if (rr->objects && rr->objects[i]) {
+                json_key(w, "document"); /* as it came, as Cohere answers it */
+                json_raw(w, rr->objects[i], strlen(rr->objects[i]));
+            } else {
+                document_text(w, "document", rr->documents[i], true);
+            }
+        }
         json_object_close(w);
     }
     json_array_close(w);

@@ -16,7 +16,7 @@
 #include "lmscore.h"
 
 #define METRICS_N_CODES      17 /* gRPC status codes 0..16 */
-#define METRICS_MAX_METHODS  16 /* served methods; one more slot counts unknown ones */
+#define METRICS_MAX_METHODS  24 /* served methods; one more slot counts unknown ones */
 #define METRICS_MAX_REASONS  64 /* distinct error reasons kept; later ones count as "other" */
 #define METRICS_REASON_SIZE  48
 #define METRICS_N_BUCKETS    16 /* latency histogram bounds, +Inf not included */

@@ -261,6 +261,11 @@ static const http_endpoint *find_endpoint(const http_server *s, const char *path
 {
     for (size_t i = 0; i < s->opt.n_endpoints; i++)
         if (strcmp(s->opt.endpoints[i]->path, path) == 0) return s->opt.endpoints[i];
+    for (size_t i = 0; i < s->opt.n_endpoints; i++) {
+        const http_endpoint *ep = s->opt.endpoints[i];
+        size_t n = strcspn(ep->path, "{");
+        if (ep->under && strncmp(ep->path, path, n) == 0 && path[n]) return ep;
+    }
     return NULL;
 }
 

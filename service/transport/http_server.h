@@ -27,6 +27,8 @@
 typedef struct {
     const char *path;   /* "/v1/score" */
     const char *method; /* "GET"; NULL: POST */
+    bool under;         /* path ends with a {name} segment that matches any
+                           ("/v1/models/{id}" serves /v1/models/ID) */
     call_handler handler;
     /* The whole body (len bytes, NUL-terminated, valid only during the
      * call; empty for a GET): start the call's work, or end the call
