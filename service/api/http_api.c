@@ -68,6 +68,7 @@ lms_status http_api_start(http_api *a, lms_error *err)
                         .header_timeout_ms = cfg->http_header_timeout_ms,
                         .body_min_rate = cfg->http_body_min_rate,
                         .keys = a->keys,
+                        .cors_origins = cfg->http_cors_allow_origin,
                         .endpoints = a->endpoints,
                         .n_endpoints = HTTP_API_ENDPOINTS};
     lms_status st = http_server_start(&opt, &a->server, err);

@@ -73,6 +73,11 @@ static const option_spec options[] = {
      "an HTTP request body must arrive at this many bytes a second on average, after a grace "
      "of --http-header-timeout; a slower one's connection is closed (default 16K)",
      OPT_BYTES, AT(http_body_min_rate), 1, INT32_MAX},
+    {"http-cors-allow-origin", "LMSCORE_HTTP_CORS_ALLOW_ORIGIN", "ORIGIN[,ORIGIN...]",
+     "answer browser pages from these origins (e.g. https://app.example.com, exactly as the "
+     "Origin header says them; * for any) with CORS headers, and their preflight OPTIONS "
+     "requests (default: none, no CORS)",
+     OPT_PATH, AT(http_cors_allow_origin), 0, 0},
     {"rerank-profile", "LMSCORE_RERANK_PROFILE", "NAME|FILE",
      "how POST /v1/rerank scores a document: yes-no, qwen3-reranker, or a JSON file "
      "{\"template\": \"...{query}...{document}...\", \"labels\": [\"yes\", \"no\"]} "

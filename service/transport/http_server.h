@@ -53,6 +53,7 @@ typedef struct {
     int64_t header_timeout_ms; /* see http_listener.h: header_ms */
     int64_t body_min_rate;     /* bytes a second */
     const api_keys *keys;      /* NULL: none needed */
+    const char *cors_origins;  /* ORIGIN[,ORIGIN...] or "*"; NULL or "": no CORS */
     const http_endpoint *const *endpoints;
     size_t n_endpoints;
 } http_options;

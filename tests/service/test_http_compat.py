@@ -108,3 +108,50 @@ def test_rank_fields(daemon):
             ({"documents": [{"title": "t"}]}, "missing_field", "documents[0].text")]:
         status, _, got = api.rerank(dict(body, query=QUERY))
         assert status == 400 and http_error(got) == (reason, field), (body, got)
+
+
+ORIGIN = "https://app.example.com"
+
+
+def test_cors(tmp_path):
+    """--http-cors-allow-origin: an allowed origin is echoed on every
+    answer (errors too) and its preflight answered without the API key;
+    another origin, or a server without the flag, gets no CORS at all."""
+    keys = tmp_path / "keys"
+    keys.write_text("k1\n")
+    preflight = {"Origin": ORIGIN, "Access-Control-Request-Method": "POST",
+                 "Access-Control-Request-Headers": "authorization, content-type"}
+    with Daemon("--http-listen", "127.0.0.1:0", "--api-key-file", str(keys),
+                "--http-cors-allow-origin", f"https://other.example,{ORIGIN}") as d:
+        api = Http(d)
+        status, headers, got = api.post("/v2/rerank", b"", method="OPTIONS", headers=preflight)
+        assert status == 200 and got is None, got
+        assert headers["Access-Control-Allow-Origin"] == ORIGIN
+        assert headers["Vary"] == "Origin"
+        assert "POST" in headers["Access-Control-Allow-Methods"]
+        allowed = headers["Access-Control-Allow-Headers"].replace(" ", "").split(",")
+        assert {"authorization", "content-type"} <= set(allowed)
+        status, _, _ = api.post("/v1/models", b"", method="OPTIONS", headers=preflight)
+        assert status == 200
+        body = {"query": "q", "documents": ["d"]}
+        auth = {"Origin": ORIGIN, "Authorization": "Bearer k1"}
+        status, headers, got = api.post("/v2/rerank", body, headers=auth)
+        assert status == 200 and headers["Access-Control-Allow-Origin"] == ORIGIN, got
+        assert "x-request-id" in headers["Access-Control-Expose-Headers"]
+        status, headers, _ = api.post("/v2/rerank", body, headers={"Origin": ORIGIN})
+        assert status == 401 and headers["Access-Control-Allow-Origin"] == ORIGIN
+        for origin in ("https://evil.example", "https://app.example.com.evil", "null"):
+            status, headers, got = api.post("/v2/rerank", b"", method="OPTIONS",
+                                            headers=dict(preflight, Origin=origin))
+            # not a preflight here: the key is asked for first, as for any call
+            assert status == 401 and "Access-Control-Allow-Origin" not in headers, got
+            status, headers, _ = api.post("/v2/rerank", body,
+                                          headers=dict(auth, Origin=origin))
+            assert status == 200 and "Access-Control-Allow-Origin" not in headers
+    with Daemon("--http-listen", "127.0.0.1:0") as d:
+        api = Http(d)
+        status, headers, _ = api.post("/v2/rerank", b"", method="OPTIONS", headers=preflight)
+        assert status == 405 and "Access-Control-Allow-Origin" not in headers
+        status, headers, _ = api.post("/v2/rerank", {"query": "q", "documents": ["d"]},
+                                      headers={"Origin": ORIGIN})
+        assert status == 200 and "Access-Control-Allow-Origin" not in headers
