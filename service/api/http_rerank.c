@@ -3,13 +3,13 @@
  */
 #include "http_rerank.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "http_call.h"
 #include "json_request.h"
+#include "rerank_order.h"
 #include "score_call.h"
 
 static void state_free(void *state)
@@ -56,38 +56,6 @@ static void on_body(call *c, const char *body, size_t len)
     score_call_submit(h->svc, c, engine, req, NULL);
 }
 
-typedef struct {
-    float relevance;
-    size_t index;
-} ranked;
-
-static int by_relevance(const void *a, const void *b)
-{
-    const ranked *x = a, *y = b;
-    if (x->relevance != y->relevance) return x->relevance > y->relevance ? -1 : 1;
-    return x->index < y->index ? -1 : x->index > y->index;
-}
-
-/* TEI's raw score: the log-odds of the first label, log(p / (1 - p)) of
- * the relevance p, from the log-probabilities (exact where p rounds to 1):
- * against the other labels when there are several, else against every
- * other token. */
-static float log_odds(const Lmscore__V1__ItemScores *it)
-{
-    double first = it->logprobs[0], rest;
-    if (it->n_logprobs > 1) {
-        double top = it->logprobs[1], sum = 0;
-        for (size_t k = 2; k < it->n_logprobs; k++)
-            if (it->logprobs[k] > top) top = it->logprobs[k];
-        for (size_t k = 1; k < it->n_logprobs; k++)
-            sum += exp(it->logprobs[k] - top);
-        rest = top + log(sum);
-    } else {
-        rest = log(-expm1(first));
-    }
-    return (float)(first - rest);
-}
-
 static void document_text(json_writer *w, const char *name, const char *text, bool object)
 {
     json_key(w, name);
@@ -101,7 +69,7 @@ static void document_text(json_writer *w, const char *name, const char *text, bo
 
 /* A Cohere result opened: {"index", "relevance_score" (the caller closes
  * it, after what else it holds). */
-static void ranked_result(json_writer *w, const ranked *r)
+static void ranked_result(json_writer *w, const rerank_ranked *r)
 {
     json_object_open(w);
     json_key(w, "index");
@@ -164,7 +132,8 @@ static void cohere_meta_open(json_writer *w, const char *version, const rerank_r
 /* Cohere v1, Jina, vLLM: {id, model, results, meta, usage}; the id is the
  * call's request id. */
 static void cohere_v1(json_writer *w, const call *c, const http_rerank *h, const rerank_request *rr,
-                      const ranked *order, size_t shown, const Lmscore__V1__ScoreResponse *resp)
+                      const rerank_ranked *order, size_t shown,
+                      const Lmscore__V1__ScoreResponse *resp)
 {
     json_object_open(w);
     json_key(w, "id");
@@ -193,8 +162,9 @@ static void cohere_v1(json_writer *w, const call *c, const http_rerank *h, const
 }
 
 /* Cohere v2: {id, results, meta}; the id is the call's request id. */
-static void cohere_v2(json_writer *w, const call *c, const rerank_request *rr, const ranked *order,
-                      size_t shown, const Lmscore__V1__ScoreResponse *resp)
+static void cohere_v2(json_writer *w, const call *c, const rerank_request *rr,
+                      const rerank_ranked *order, size_t shown,
+                      const Lmscore__V1__ScoreResponse *resp)
 {
     json_object_open(w);
     json_key(w, "id");
@@ -220,7 +190,7 @@ static void cohere_v2(json_writer *w, const call *c, const rerank_request *rr, c
 
 /* TEI: [{index, score, text}], every text; a text cut to its budget also
  * says tokens_kept and tokens_dropped. */
-static void tei(json_writer *w, const rerank_request *rr, const ranked *order, size_t n,
+static void tei(json_writer *w, const rerank_request *rr, const rerank_ranked *order, size_t n,
                 const Lmscore__V1__ScoreResponse *resp)
 {
     json_array_open(w);
@@ -229,7 +199,8 @@ static void tei(json_writer *w, const rerank_request *rr, const ranked *order, s
         json_key(w, "index");
         json_int(w, (int64_t)order[k].index);
         json_key(w, "score");
-        json_float(w, rr->raw_scores ? log_odds(resp->items[order[k].index]) : order[k].relevance);
+        json_float(w, rr->raw_scores ? rerank_log_odds(resp->items[order[k].index])
+                                     : order[k].relevance);
         if (rr->return_documents) document_text(w, "text", rr->documents[order[k].index], false);
         const Lmscore__V1__ItemScores *it = resp->items[order[k].index];
         if (it->tokens_dropped > 0) {
@@ -249,15 +220,12 @@ static void render(call *c, const ProtobufCMessage *reply, json_writer *w)
     const rerank_request *rr = call_state(c);
     const Lmscore__V1__ScoreResponse *resp = (const Lmscore__V1__ScoreResponse *)reply;
     size_t n = resp->n_items;
-    ranked *order = malloc((n ? n : 1) * sizeof *order);
+    rerank_ranked *order = rerank_order(resp);
     if (!order) {
         w->failed = true;
         return;
     }
-    for (size_t i = 0; i < n; i++)
-        order[i] = (ranked){.relevance = resp->items[i]->scores[0], .index = i};
-    qsort(order, n, sizeof *order, by_relevance);
-    size_t shown = rr->top_n > 0 && (size_t)rr->top_n < n ? (size_t)rr->top_n : n;
+    size_t shown = rerank_shown(rr->top_n, n);
     switch (h->dialect) {
     case RERANK_COHERE:
         cohere_v1(w, c, h, rr, order, shown, resp);
@@ -272,42 +240,14 @@ static void render(call *c, const ProtobufCMessage *reply, json_writer *w)
     free(order);
 }
 
-/* dst = src with every "items" made documents (cut to size). */
-static void rename_items(char *dst, size_t size, const char *src, const char *documents)
-{
-    size_t n = 0;
-    while (*src && n + 1 < size) {
-        if (strncmp(src, "items", 5) == 0) {
-            n += (size_t)snprintf(dst + n, size - n, "%s", documents);
-            if (n >= size) n = size - 1;
-            src += 5;
-        } else {
-            dst[n++] = *src++;
-        }
-    }
-    dst[n] = '\0';
-}
-
-/* The shared path calls the documents "items" (in the field and in the
- * message, e.g. "query + items[3] is 9000 tokens"): the client sent
- * documents (TEI: texts). */
-static void name_as(rpc_status *st, const char *documents)
-{
-    char field[sizeof st->field], message[sizeof st->message];
-    rename_items(field, sizeof field, st->field, documents);
-    rename_items(message, sizeof message, st->message, documents);
-    memcpy(st->field, field, sizeof field);
-    memcpy(st->message, message, sizeof message);
-}
-
 static void name_documents(rpc_status *st)
 {
-    name_as(st, "documents");
+    rerank_name_items(st, "documents");
 }
 
 static void name_texts(rpc_status *st)
 {
-    name_as(st, "texts");
+    rerank_name_items(st, "texts");
 }
 
 void http_rerank_init(http_rerank *h, service *svc, const rerank_profile *profile,

@@ -63,6 +63,13 @@ void rerank_profile_free(rerank_profile *p);
  * p->unbound for the requests to answer). */
 lms_status rerank_profile_bind(rerank_profile *p, const lms_engine *e, lms_error *err);
 
+/* rerank_profile_bind as the daemon does it once the model is loaded: a
+ * profile that does not fit fails when it was asked for (asked: the
+ * --rerank-profile flag was given); the default one only makes the rerank
+ * calls answer why (logged here as a warning). */
+lms_status rerank_profile_bind_serving(rerank_profile *p, const lms_engine *e, bool asked,
+                                       lms_error *err);
+
 /* The ScoreRequest that scores docs[0..n) against query, cut as truncation
  * says (NULL: never; copied) (allocated within budget; freed with
  * protobuf_c_message_free_unpacked). */

@@ -250,8 +250,10 @@ lms_status score_call_session_begin(lms_engine *engine, call *c, const lms_score
 /* ---- Score and ScoreStream, and the HTTP calls that score ------------------ */
 
 typedef struct {
-    service_job base;   /* request: a ScoreRequest */
-    service_gate *gate; /* a ScoreStream's; NULL for Score */
+    service_job base;                    /* request: a ScoreRequest */
+    service_gate *gate;                  /* a ScoreStream's; NULL for Score */
+    score_reply_fn reply;                /* NULL: the ScoreResponse is the answer */
+    void (*name_fields)(rpc_status *st); /* optional */
     bool prepared;
     score_header header;
     score_items items;
@@ -260,6 +262,13 @@ typedef struct {
 } score_job;
 
 /* Score's answer: every item at once. */
+/* Ends the job's call with st, in the call's own terms. */
+static void score_job_fail(score_job *job, rpc_status *st)
+{
+    if (job->name_fields) job->name_fields(st);
+    service_job_finish(&job->base, st);
+}
+
 static void score_unary(score_job *job, score_timing *timing)
 {
     service_job *base = &job->base;
@@ -280,9 +289,12 @@ static void score_unary(score_job *job, score_timing *timing)
                             job->header.return_logprobs);
         note_cuts(&run, &run.view, 0, res.n_items);
         resp.timing = &timing_view.msg;
-        service_job_reply(base, &resp.base);
+        if (job->reply)
+            job->reply(base, &resp);
+        else
+            service_job_reply(base, &resp.base);
     } else {
-        service_job_finish(base, &st);
+        score_job_fail(job, &st);
     }
     engine_run_free(&run, &res);
 }
@@ -323,7 +335,7 @@ static service_job_step score_job_run(service_job *base)
         if (prepared != LMS_OK) {
             rpc_status st;
             rpc_status_from_error(&st, &err);
-            service_job_finish(base, &st);
+            score_job_fail(job, &st);
             return SERVICE_JOB_DONE;
         }
         job->prepared = true;
@@ -345,13 +357,28 @@ static service_job_step score_job_run(service_job *base)
     return SERVICE_JOB_DONE;
 }
 
-void score_call_submit(service *svc, call *c, lms_engine *engine, Lmscore__V1__ScoreRequest *req,
-                       service_gate *gate)
+static void submit(service *svc, call *c, lms_engine *engine, Lmscore__V1__ScoreRequest *req,
+                   service_gate *gate, score_reply_fn reply, void (*name_fields)(rpc_status *))
 {
     score_job *job = service_job_new(sizeof *job, c, engine, &req->base, score_job_run);
     if (!job) return;
     job->base.dispose = score_job_dispose;
     job->gate = gate;
+    job->reply = reply;
+    job->name_fields = name_fields;
     score_totals_init(&job->totals);
     service_job_submit(svc, &job->base);
+}
+
+void score_call_submit(service *svc, call *c, lms_engine *engine, Lmscore__V1__ScoreRequest *req,
+                       service_gate *gate)
+{
+    submit(svc, c, engine, req, gate, NULL, NULL);
+}
+
+void score_call_submit_unary(service *svc, call *c, lms_engine *engine,
+                             Lmscore__V1__ScoreRequest *req, score_reply_fn reply,
+                             void (*name_fields)(rpc_status *st))
+{
+    submit(svc, c, engine, req, NULL, reply, name_fields);
 }

@@ -7,13 +7,15 @@ end, "Right" the start, anything else 422), vLLM's truncate_prompt_tokens and
 the server's --truncate-documents each cut to the right tokens, checked by
 scoring the expected token sequence over gRPC and comparing the bits. The
 answer says what was cut, and lmscore_truncated_items_total counts it. The
-Score API cuts only when asked.
+Score API cuts only when asked. The Rerank RPC answers the HTTP paths'
+numbers, bit for bit, with the same cuts.
 """
 import struct
 
+import grpc
 import pytest
 
-from harness import Daemon, Http, Metrics, http_error, text, tokens, value
+from harness import Daemon, Http, Metrics, error_info, http_error, text, tokens, value
 from lmscore.v1 import score_pb2, score_pb2_grpc
 
 YES, NO = 9834, 902  # " yes", " no" in the demo model's tokenizer
@@ -211,3 +213,66 @@ def test_score_cuts_only_when_asked(small):
     whole = stub.Score(req, timeout=120).items[0]
     assert (whole.tokens_kept, whole.tokens_dropped) == (0, 0)
     assert bits(whole.scores[0]) == bits(relevance(stub, tokenize(stub, LEAD + SHORT + TAIL)))
+
+
+# --- the Rerank RPC --------------------------------------------------------
+
+def test_grpc_rerank_is_http_rerank_bit_for_bit(small):
+    """Rerank over gRPC: the same relevance (and TEI's raw log-odds) as the
+    HTTP paths, bit for bit, the same order, top_n, documents, and the same
+    cuts with the same tokens kept and dropped."""
+    api, stub = small
+    docs = [SHORT, MEDIUM, "Bananas are yellow.", "The Eiffel tower is in Paris."]
+    for body, mode, truncation in [
+            ({"truncate": True}, score_pb2.TRUNCATE_MODE_ON, None),
+            ({"truncate": True, "truncation_direction": "Left"}, score_pb2.TRUNCATE_MODE_ON,
+             score_pb2.Truncation(side=score_pb2.TRUNCATION_SIDE_LEFT))]:
+        status, _, tei = api.post("/rerank", {"query": QUERY, "texts": docs, "raw_scores": True,
+                                              **body})
+        assert status == 200, tei
+        _, _, plain = api.post("/rerank", {"query": QUERY, "texts": docs, **body})
+        got = stub.Rerank(score_pb2.RerankRequest(query=QUERY, documents=docs, truncate=mode,
+                                                  truncation=truncation, return_documents=True),
+                          timeout=120)
+        assert [r.index for r in got.results] == [r["index"] for r in plain]
+        for r, raw, p in zip(got.results, tei, plain):
+            assert bits(r.relevance_score) == bits(p["score"])
+            assert bits(r.log_odds) == bits(raw["score"])
+            assert r.document == docs[r.index]
+            assert (r.tokens_kept, r.tokens_dropped) == \
+                (p.get("tokens_kept", 0), p.get("tokens_dropped", 0))
+        assert got.usage.prompt_tokens > 0 and got.timing.engine_time.ToNanoseconds() > 0
+    # Cohere v2's cut to max_tokens_per_doc, and top_n
+    status, _, v2 = api.post("/v2/rerank", {"query": QUERY, "documents": docs, "top_n": 2,
+                                            "max_tokens_per_doc": 20})
+    got = stub.Rerank(score_pb2.RerankRequest(
+        query=QUERY, documents=docs, top_n=2, truncate=score_pb2.TRUNCATE_MODE_ON,
+        truncation=score_pb2.Truncation(max_item_tokens=20)), timeout=120)
+    assert [(r.index, bits(r.relevance_score)) for r in got.results] == \
+        [(r["index"], bits(r["relevance_score"])) for r in v2["results"]]
+    assert all(r.document == "" for r in got.results)
+    assert v2["meta"]["tokens"]["input_tokens"] == got.usage.prompt_tokens
+
+
+def test_grpc_rerank_refusals(small):
+    api, stub = small
+    for req, reason, field in [
+            (score_pb2.RerankRequest(query=QUERY, documents=[SHORT, MEDIUM]),
+             "sequence_too_long", "documents[1]"),
+            (score_pb2.RerankRequest(query=QUERY, documents=[MEDIUM],
+                                     truncate=score_pb2.TRUNCATE_MODE_OFF),
+             "sequence_too_long", "documents[0]"),
+            (score_pb2.RerankRequest(query=QUERY, documents=[SHORT], top_n=-1),
+             "malformed_request", "top_n"),
+            (score_pb2.RerankRequest(query=QUERY, documents=[MEDIUM],
+                                     truncate=score_pb2.TRUNCATE_MODE_ON,
+                                     truncation=score_pb2.Truncation(max_item_tokens=-3)),
+             "invalid_truncation", "truncation.max_item_tokens")]:
+        with pytest.raises(grpc.RpcError) as e:
+            stub.Rerank(req, timeout=60)
+        info = error_info(e.value)
+        assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT, e.value.details()
+        assert (info.reason, info.metadata["field"]) == (reason, field), e.value.details()
+        assert "items" not in e.value.details(), e.value.details()
+    got = stub.Rerank(score_pb2.RerankRequest(query=QUERY, documents=[]), timeout=60)
+    assert list(got.results) == []
