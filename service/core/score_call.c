@@ -314,20 +314,12 @@ static service_job_step score_job_run(service_job *base)
     if (!job->prepared) {
         int64_t started = monotonic_ns();
         lms_error err = {0};
-        score_header_fields fields = SCORE_HEADER_FIELDS_OF(req);
-        fields.truncation = req->truncation;
-        fields.item_suffix = req->item_suffix;
-        lms_status prepared = score_header_prepare(
-            base->engine, &fields, base->svc->cfg->max_text_bytes, &job->header, &err);
+        lms_status prepared =
+            score_header_prepare(base->engine, &SCORE_HEADER_FIELDS_OF(req),
+                                 base->svc->cfg->max_text_bytes, &job->header, &err);
         if (prepared == LMS_OK)
             prepared = score_items_prepare(base->engine, &job->header, req->items, req->n_items, 0,
                                            &job->items, &err);
-        if (prepared == LMS_OK && job->items.n_truncated) {
-            int64_t dropped = 0;
-            for (int32_t i = 0; i < job->items.n_items; i++)
-                dropped += job->items.dropped[i];
-            metrics_truncated(job->items.n_truncated, dropped);
-        }
         /* a stream scores by chunks: a bad item is refused before the first */
         lms_score_request whole = score_request_with_items(&job->header, &job->items);
         if (prepared == LMS_OK && job->gate)

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics.h"
+
 static lms_status algorithm_from_proto(Lmscore__V1__Algorithm a, lms_algorithm *out, lms_error *err)
 {
     switch (a) {
@@ -338,6 +340,7 @@ lms_status score_items_prepare(const lms_engine *e, const score_header *h,
         score_items_free(out);
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
     }
+    int64_t n_dropped = 0;
     for (size_t i = 0; i < n_items; i++) {
         char field[48];
         snprintf(field, sizeof field, "items[%lld]", (long long)(index_base + (int64_t)i));
@@ -356,8 +359,10 @@ lms_status score_items_prepare(const lms_engine *e, const score_header *h,
             out->kept[i] = kept;
             out->dropped[i] = dropped;
             out->n_truncated += dropped > 0;
+            n_dropped += dropped;
         }
     }
+    if (out->n_truncated) metrics_truncated(out->n_truncated, n_dropped);
     return LMS_OK;
 }
 

@@ -27,10 +27,8 @@ typedef struct {
     char *const *label_texts;
     bool apply_softmax, item_first, return_logprobs;
     Lmscore__V1__Algorithm algorithm;
-    /* ScoreRequest's alone (NULL for a ScoreItems header): set apart from
-     * SCORE_HEADER_FIELDS_OF */
-    const Lmscore__V1__Truncation *truncation;
-    const Lmscore__V1__Input *item_suffix;
+    const Lmscore__V1__Truncation *truncation; /* NULL: nothing is cut */
+    const Lmscore__V1__Input *item_suffix;     /* NULL: none */
 } score_header_fields;
 
 /* The header fields of msg, a ScoreRequest or a ScoreItemsHeader: the two
@@ -47,6 +45,8 @@ typedef struct {
         .item_first = (msg)->item_first,                                                           \
         .return_logprobs = (msg)->return_logprobs,                                                 \
         .algorithm = (msg)->algorithm,                                                             \
+        .truncation = (msg)->truncation,                                                           \
+        .item_suffix = (msg)->item_suffix,                                                         \
     })
 
 /* A prepared header: the engine request without its items, whose query
@@ -97,7 +97,8 @@ void score_header_free(score_header *h);
  * followed by h's suffix; with h->truncate an item over its budget
  * (Truncation's comment in score.proto) keeps that many of its own tokens,
  * from the end h->keep_end says, and then the suffix's tokens: the same
- * tokens as the suffix of an item that needed no cut. */
+ * tokens as the suffix of an item that needed no cut. The cuts count in
+ * the metrics (lmscore_truncated_items_total). */
 lms_status score_items_prepare(const lms_engine *e, const score_header *h,
                                Lmscore__V1__Input *const *items, size_t n_items, int64_t index_base,
                                score_items *out, lms_error *err);

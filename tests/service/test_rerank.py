@@ -276,3 +276,30 @@ def test_grpc_rerank_refusals(small):
         assert "items" not in e.value.details(), e.value.details()
     got = stub.Rerank(score_pb2.RerankRequest(query=QUERY, documents=[]), timeout=60)
     assert list(got.results) == []
+
+
+def test_score_items_cuts_as_score_does(small):
+    """ScoreItemsHeader carries ScoreRequest's truncation and item_suffix:
+    a stream's items are cut alike, each chunk saying what it cut."""
+    _, stub = small
+    query = tokenize(stub, HEAD + QUERY + MIDDLE, True)
+    items = [text(LEAD + MEDIUM), text(LEAD + SHORT)]
+    fields = dict(item_suffix=text(TAIL), label_token_ids=[YES, NO], apply_softmax=True,
+                  truncation=score_pb2.Truncation(max_item_tokens=25,
+                                                  side=score_pb2.TRUNCATION_SIDE_LEFT))
+    unary = stub.Score(score_pb2.ScoreRequest(query=text(HEAD + QUERY + MIDDLE), items=items,
+                                              **fields), timeout=120)
+    header = score_pb2.ScoreItemsHeader(query=text(HEAD + QUERY + MIDDLE), **fields)
+    stream = stub.ScoreItems(iter([score_pb2.ScoreItemsRequest(header=header),
+                                   score_pb2.ScoreItemsRequest(
+                                       items=score_pb2.ItemBatch(items=items))]), timeout=120)
+    seen = {}
+    for msg in stream:
+        for i, it in zip(msg.chunk.item_indices, msg.chunk.items):
+            seen[i] = it
+    assert len(query) > 0 and sorted(seen) == [0, 1]
+    for i, want in enumerate(unary.items):
+        got = seen[i]
+        assert (got.tokens_kept, got.tokens_dropped) == (want.tokens_kept, want.tokens_dropped)
+        assert [bits(x) for x in got.scores] == [bits(x) for x in want.scores]
+    assert unary.items[0].tokens_dropped > 0 and unary.items[1].tokens_dropped == 0
