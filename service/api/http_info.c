@@ -98,11 +98,15 @@ static int hex_digit(char c)
     return -1;
 }
 
-/* The ID of "GET /v1/models/ID", percent-decoded into out; false when it
- * holds a bad escape or decodes to a NUL. */
+/* The ID of "METHOD /v1/models/ID" (GET, or HEAD as a GET), percent-decoded
+ * into out; false when it holds a bad escape or decodes to a NUL. */
 static bool model_id(const call *c, char *out, size_t size)
 {
-    const char *p = call_method(c) + strlen("GET /v1/models/");
+    static const char prefix[] = "/v1/models/";
+    const char *p = strchr(call_method(c), ' ');
+    out[0] = '\0';
+    if (!p || strncmp(p + 1, prefix, sizeof prefix - 1) != 0) return false;
+    p += sizeof prefix;
     size_t n = 0;
     for (; *p && n + 1 < size; p++) {
         int hi, lo;
