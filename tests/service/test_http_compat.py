@@ -148,6 +148,15 @@ def test_cors(tmp_path):
             status, headers, _ = api.post("/v2/rerank", body,
                                           headers=dict(auth, Origin=origin))
             assert status == 200 and "Access-Control-Allow-Origin" not in headers
+    with Daemon("--http-listen", "127.0.0.1:0", "--http-cors-allow-origin", "*") as d:
+        api = Http(d)
+        for origin in (ORIGIN, "https://anyone.example"):
+            status, headers, _ = api.post("/v1/score", b"", method="OPTIONS",
+                                          headers=dict(preflight, Origin=origin))
+            assert status == 200 and headers["Access-Control-Allow-Origin"] == origin
+        status, headers, _ = api.post("/v1/score", b"", method="OPTIONS",
+                                      headers={"Access-Control-Request-Method": "POST"})
+        assert status == 405 and "Access-Control-Allow-Origin" not in headers
     with Daemon("--http-listen", "127.0.0.1:0") as d:
         api = Http(d)
         status, headers, _ = api.post("/v2/rerank", b"", method="OPTIONS", headers=preflight)

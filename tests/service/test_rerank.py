@@ -303,3 +303,14 @@ def test_score_items_cuts_as_score_does(small):
         assert (got.tokens_kept, got.tokens_dropped) == (want.tokens_kept, want.tokens_dropped)
         assert [bits(x) for x in got.scores] == [bits(x) for x in want.scores]
     assert unary.items[0].tokens_dropped > 0 and unary.items[1].tokens_dropped == 0
+
+
+def test_no_room_left_is_still_refused(small):
+    """When the query and the template's tail alone fill the prompt there
+    is nothing of the document to cut to: it is refused, naming it, and
+    nothing is counted as cut."""
+    api, _ = small
+    long_query = " ".join(WORDS[i % len(WORDS)] for i in range(SEQ_LIMIT))
+    status, _, err = api.post("/rerank", {"query": long_query, "texts": [SHORT],
+                                          "truncate": True})
+    assert status == 400 and http_error(err) == ("sequence_too_long", "texts[0]"), err
