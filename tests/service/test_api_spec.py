@@ -1,8 +1,8 @@
 """The spec is the server: bodies made from docs/openapi.json's request
 examples, one or two members changed at a time to values of every JSON type
-and the edges the spec names (null, 2.0 for an integer, enum outsiders,
-U+0000, negative ids, a missing required member), are classified by the
-spec itself (a JSON Schema validator) and sent to a live daemon. A body the
+and the edges the spec names (each member's enum members, bounds and one
+past them, null, 2.0 for an integer, enum outsiders, U+0000, negative ids,
+a missing required member), are classified by the spec itself (a JSON Schema validator) and sent to a live daemon. A body the
 spec allows must be answered 200 (and the answer must be what the spec
 says), or refused only for what JSON Schema cannot say (the model's
 vocabulary and tokenizer, the served names, the server's limits); a body
@@ -59,6 +59,32 @@ def validator(schema):
     return Draft202012Validator(dict(schema, components=SPEC["components"]))
 
 
+def resolve(schema):
+    while isinstance(schema, dict) and "$ref" in schema:
+        schema = SPEC["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+    return schema
+
+
+def schema_values(schema, depth=0):
+    """Values on and just past the edges the schema names: its enum and
+    const members, each bound and one beyond, the bound as a float, an
+    element's values inside a one-element array."""
+    schema = resolve(schema)
+    if not isinstance(schema, dict) or depth > 2:
+        return []
+    out = list(schema.get("enum", [])) + ([schema["const"]] if "const" in schema else [])
+    for branch in schema.get("anyOf", []) + schema.get("oneOf", []):
+        out += schema_values(branch, depth + 1)
+    types = schema.get("type", [])
+    types = [types] if isinstance(types, str) else types
+    for bound, step in (("minimum", -1), ("maximum", 1)):
+        if bound in schema:
+            out += [schema[bound], schema[bound] + step, float(schema[bound])]
+    if "array" in types and "items" in schema:
+        out += [[v] for v in schema_values(schema["items"], depth + 1)[:6]]
+    return out
+
+
 def bodies(path, n_pairs):
     """(body, valid by the spec) for every member of path's request schema
     set to every pool value and left out, and n_pairs random pairs of
@@ -80,7 +106,7 @@ def bodies(path, n_pairs):
 
     for base in examples:
         for key in members:
-            for v in POOL + [ABSENT]:
+            for v in POOL + schema_values(resolved["properties"][key]) + [ABSENT]:
                 body = copy.deepcopy(base)
                 change(body, key, v)
                 out.append(body)
