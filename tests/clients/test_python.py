@@ -296,6 +296,10 @@ def test_rerank_sync_and_async(reranker):
         left = c.rerank(RERANK_QUERY, RERANK_DOCS[2:], truncate=True, max_tokens_per_doc=20,
                         truncation_side="left")
         assert left.results[0].relevance_score != by_index[2].relevance_score
+        seq = c.rerank(RERANK_QUERY, RERANK_DOCS[2:], truncate=True, max_sequence_tokens=40)
+        plain = c.rerank(RERANK_QUERY, RERANK_DOCS[2:], truncate=True)
+        assert seq.usage.prompt_tokens == 40 < plain.usage.prompt_tokens == 64
+        assert seq.results[0].tokens_dropped > plain.results[0].tokens_dropped > 0
         with pytest.raises(ValueError):
             c.rerank(RERANK_QUERY, RERANK_DOCS, truncation_side="middle")
         with pytest.raises(TypeError):
