@@ -79,12 +79,14 @@ static const option_spec options[] = {
      "requests (default: none, no CORS)",
      OPT_PATH, AT(http_cors_allow_origin), 0, 0},
     {"rerank-profile", "LMSCORE_RERANK_PROFILE", "NAME|FILE",
-     "how POST /v1/rerank scores a document: yes-no, qwen3-reranker, or a JSON file "
+     "how a rerank call (gRPC Rerank, POST /v1/rerank, /v2/rerank, /rerank) scores a document: "
+     "yes-no, qwen3-reranker, or a JSON file "
      "{\"template\": \"...{query}...{document}...\", \"labels\": [\"yes\", \"no\"]} "
      "(default yes-no; see docs/api.md)",
      OPT_PATH, AT(rerank_profile), 0, 0},
     {"truncate-documents", "LMSCORE_TRUNCATE_DOCUMENTS", "on|off",
-     "on: a rerank document (POST /v1/rerank, /rerank) longer than its prompt's room is cut "
+     "on: a rerank document (gRPC Rerank, POST /v1/rerank, /rerank) longer than its prompt's "
+     "room is cut "
      "inside its own tokens, keeping the template's tail, when the request does not say "
      "(TEI's truncate, vLLM's truncate_prompt_tokens); off: it is refused, sequence_too_long. "
      "/v2/rerank always cuts to max_tokens_per_doc, as Cohere; /v1/score only when asked "
