@@ -86,11 +86,10 @@ static const option_spec options[] = {
      OPT_PATH, AT(rerank_profile), 0, 0},
     {"truncate-documents", "LMSCORE_TRUNCATE_DOCUMENTS", "on|off",
      "on: a rerank document (gRPC Rerank, POST /v1/rerank, /rerank) longer than its prompt's "
-     "room is cut "
-     "inside its own tokens, keeping the template's tail, when the request does not say "
-     "(TEI's truncate, vLLM's truncate_prompt_tokens); off: it is refused, sequence_too_long. "
-     "/v2/rerank always cuts to max_tokens_per_doc, as Cohere; /v1/score only when asked "
-     "(default off)",
+     "room is cut inside its own tokens, keeping the template's tail, when the request does "
+     "not say (TEI's truncate, vLLM's truncate_prompt_tokens); off: it is refused, "
+     "sequence_too_long. /v2/rerank always cuts to max_tokens_per_doc, as Cohere; /v1/score "
+     "only when asked (default off)",
      OPT_SWITCH, AT(truncate_documents), 0, 0},
     {"served-model-name", "LMSCORE_SERVED_MODEL_NAME", "NAME[,NAME...]",
      "the names a request's \"model\" may carry on the HTTP API (as vLLM's flag), the first "
