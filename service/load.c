@@ -83,6 +83,7 @@ static void engine_options(const lmscored_config *cfg, lms_engine_options *eo)
     eo->kv_dtype = cfg->kv_dtype;
     eo->isa = cfg->isa;
     eo->test_drop_amx = test_hook_ms("LMSCORE_TEST_DROP_AMX") != 0;
+    eo->test_self_check_signal = (int)test_hook_ms("LMSCORE_TEST_SELF_CHECK_SIGNAL");
     eo->max_packed_tokens = cfg->max_packed_tokens;
     eo->prefix_cache_bytes = cfg->prefix_cache_bytes;
     eo->delimiter = cfg->delimiter;

@@ -59,7 +59,7 @@ _Noreturn void daemon_exit_leaving(const char *what)
 
 /* ---- start-up and shut-down as named steps (run) ---------------------------- */
 
-enum { N_GRPC_HANDLERS = 9 };
+enum { N_GRPC_HANDLERS = 10 };
 
 /* The daemon: what start-up makes, in the order it makes it. */
 typedef struct {
@@ -67,9 +67,11 @@ typedef struct {
     service svc;
     health *health;
     api_keys *keys;
-    http_api *http; /* NULL without --http-listen */
+    rerank_profile profile; /* the rerank doors': gRPC's Rerank and the HTTP paths */
+    http_api *http;         /* NULL without --http-listen */
     descriptor_pool *pool;
     rpc_score_handlers score;
+    rpc_rerank_handlers rerank;
     rpc_info_handlers info;
     reflection_handlers refl;
     const call_handler *handlers[N_GRPC_HANDLERS];
@@ -79,8 +81,8 @@ typedef struct {
 } lmscored;
 
 /* Step 1: what the daemon holds before it listens: health, the API keys,
- * the HTTP API (not listening yet), the reflection descriptors and the
- * worker pool. False (logged) when one cannot be made. */
+ * the rerank profile, the HTTP API (not listening yet), the reflection
+ * descriptors and the worker pool. False (logged) when one cannot be made. */
 static bool init_daemon(lmscored *d, const lmscored_config *cfg)
 {
     lms_error err = {0};
@@ -91,7 +93,9 @@ static bool init_daemon(lmscored *d, const lmscored_config *cfg)
     d->health = health_create();
     if (!d->health ||
         (cfg->api_key_file[0] && api_keys_load(cfg->api_key_file, &d->keys, &err) != LMS_OK) ||
-        (cfg->http_listen[0] && http_api_create(cfg, &d->svc, d->keys, &d->http, &err) != LMS_OK) ||
+        rerank_profile_load(cfg->rerank_profile, &d->profile, &err) != LMS_OK ||
+        (cfg->http_listen[0] &&
+         http_api_create(cfg, &d->svc, d->keys, &d->profile, &d->http, &err) != LMS_OK) ||
         descriptor_pool_load_served(&d->pool, &err) != LMS_OK ||
         worker_pool_start(cfg->workers, d->svc.worker_threads, cfg->queue_depth, &d->svc.workers,
                           &err) != LMS_OK) {
@@ -113,11 +117,13 @@ static bool init_daemon(lmscored *d, const lmscored_config *cfg)
 static void init_handlers(lmscored *d)
 {
     rpc_score_init(&d->score, &d->svc);
+    rpc_rerank_init(&d->rerank, &d->svc, &d->profile);
     rpc_info_init(&d->info, &d->svc);
     reflection_init(&d->refl, d->pool);
     const call_handler *handlers[N_GRPC_HANDLERS] = {&d->score.score,
                                                      &d->score.score_stream,
                                                      &d->score.score_items,
+                                                     &d->rerank.rerank,
                                                      &d->info.tokenize,
                                                      &d->info.get_model_info,
                                                      health_check_handler(d->health),
@@ -259,7 +265,9 @@ static load_outcome load_engine(lmscored *d, int64_t *stop_by)
     if (loaded == LMS_ERR_CANCELLED) {
         systemd_stopping();
         outcome = LOAD_STOPPED;
-    } else if (loaded != LMS_OK || (d->http && http_api_bind(d->http, d->engine, &err) != LMS_OK)) {
+    } else if (loaded != LMS_OK ||
+               rerank_profile_bind_serving(&d->profile, d->engine, d->cfg->rerank_profile[0],
+                                           &err) != LMS_OK) {
         daemon_log_error(loaded != LMS_OK ? "cannot load the model"
                                           : "the rerank profile does not fit the model",
                          &err);
@@ -305,6 +313,7 @@ static void free_daemon(lmscored *d)
 {
     metrics_http_stop(d->metrics);
     http_api_free(d->http);
+    rerank_profile_free(&d->profile);
     if (d->svc.workers) worker_pool_stop(d->svc.workers, -1);
     if (d->pool) descriptor_pool_free(d->pool);
     if (d->health) health_free(d->health);

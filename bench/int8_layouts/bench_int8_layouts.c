@@ -95,7 +95,11 @@ int main(int argc, char **argv)
     printf("| tier | codes per x | stored type | ms | GOP/s | vs Q8_0 | bytes/param |\n");
     printf("| --- | --- | --- | --- | --- | --- | --- |\n");
     for (const compute_tier *const *tier = compute_tiers; *tier; tier++) {
-        if ((*tier)->emulated || !(*tier)->runs_on(&cpu) || !(*tier)->q8) continue;
+        /* the vector tiers' Q8 kernels on the layout packed above; a tier
+         * that owns its Q8 layout (q8_signed: the amx tiles) is not one */
+        if ((*tier)->emulated || !(*tier)->runs_on(&cpu) || !(*tier)->kernels->q8 ||
+            (*tier)->q8_signed)
+            continue;
         const matmul_config cfg = {*tier};
         for (int32_t codes = 1; codes <= 2; codes++) {
             double best[N_TYPES];
@@ -112,8 +116,8 @@ int main(int argc, char **argv)
                 }
             for (size_t t = 0; t < N_TYPES; t++)
                 printf("| %s (%s) | %d | %s | %.2f | %.0f | %.2f | %.4f |\n", cfg.tier->name,
-                       cfg.tier->q8->isa, codes, lms_dtype_name(TYPES[t].engine), best[t] * 1e3,
-                       2.0 * n * k * rows / best[t] * 1e-9, best[0] / best[t],
+                       cfg.tier->kernels->q8->isa, codes, lms_dtype_name(TYPES[t].engine),
+                       best[t] * 1e3, 2.0 * n * k * rows / best[t] * 1e-9, best[0] / best[t],
                        (double)lms_weights_bytes(&packed[t]) / ((double)n * k));
         }
     }

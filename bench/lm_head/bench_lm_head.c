@@ -101,7 +101,8 @@ int main(int argc, char **argv)
                 return 1;
             }
             double t1 = monotonic_seconds();
-            sgemm_head(e->tune.matmul.tier->vec, m, w, x, n, labels, 3, h, logits, out_sgemm);
+            sgemm_head(e->tune.matmul.tier->kernels->vec, m, w, x, n, labels, 3, h, logits,
+                       out_sgemm);
             double t2 = monotonic_seconds();
             if (r > 0 && t1 - t0 < best_head) best_head = t1 - t0;
             if (r > 0 && t2 - t1 < best_sgemm) best_sgemm = t2 - t1;

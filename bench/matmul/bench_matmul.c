@@ -269,14 +269,18 @@ done:
 #endif
 
 /* W packed from f32 into format; false on failure. The caller lms_frees *buffer. */
-static bool pack(const float *w, int32_t n, int32_t k, lms_weights_format format, lms_weights *out,
-                 void **buffer)
+/* w as tier keeps it: the format's layout with what the tier owns of it
+ * (compute_tier_own_layout: its BF16 panel order, its signed Q8 codes), as
+ * the engine packs it. */
+static bool pack(const compute_tier *tier, const float *w, int32_t n, int32_t k,
+                 lms_weights_format format, lms_weights *out, void **buffer)
 {
     lms_error err;
     if (lms_weights_alloc(out, LMS_DTYPE_F32, format, n, k, buffer, &err) != LMS_OK) {
         fprintf(stderr, "bench_matmul: %s\n", err.msg);
         return false;
     }
+    compute_tier_own_layout(tier, out);
     lms_pack_job job = {LMS_DTYPE_F32, w, out, false};
     if (lms_pack_run(&job, 1, NULL, &err) != LMS_OK) {
         fprintf(stderr, "bench_matmul: %s\n", err.msg);
@@ -317,7 +321,7 @@ static bool bench_one(const matmul_config *cfg, const shape *s, int32_t m, int r
         if (!compute_tier_multiplies(cfg->tier, runs[i].format)) continue;
         lms_weights lw;
         void *buffer = NULL;
-        if (!pack(w, s->n, s->k, runs[i].format, &lw, &buffer)) {
+        if (!pack(cfg->tier, w, s->n, s->k, runs[i].format, &lw, &buffer)) {
             ok = false;
             continue;
         }
@@ -418,9 +422,10 @@ int main(int argc, char **argv)
     }
 #endif
     printf("threads %d; tier %s: f32 %s, bf16 %s, int8 %s; OpenBLAS %s (core %s); oneDNN %s\n",
-           omp_get_max_threads(), tier->name, tier->f32->isa, tier->w16 ? tier->w16->isa : "–",
-           tier->q8 ? tier->q8->isa : "–", openblas_get_config(), openblas_get_corename(),
-           dnnl_note);
+           omp_get_max_threads(), tier->name, tier->kernels->f32->isa,
+           tier->kernels->w16 ? tier->kernels->w16->isa : "–",
+           tier->kernels->q8 ? tier->kernels->q8->isa : "–", openblas_get_config(),
+           openblas_get_corename(), dnnl_note);
     const struct {
         int method;
         lms_weights_format format;

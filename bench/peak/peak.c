@@ -145,19 +145,19 @@ peak_kind peak_of_tier(const compute_tier *tier, lms_weights_format format)
     const char *isa;
     switch (format) {
     case LMS_WEIGHTS_F32:
-        isa = tier->f32->isa;
+        isa = tier->kernels->f32->isa;
         break;
     case LMS_WEIGHTS_F16:
     case LMS_WEIGHTS_BF16:
         if (format == LMS_WEIGHTS_BF16 && tier->bf16_activations == KERNEL_BF16_VDPBF16PS)
             return PEAK_BF16_ZMM;
-        if (!tier->w16 || (format == LMS_WEIGHTS_BF16 && tier->bf16_activations))
+        if (!tier->kernels->w16 || (format == LMS_WEIGHTS_BF16 && tier->bf16_activations))
             return PEAK_NONE; /* tiles */
-        isa = tier->w16->isa;
+        isa = tier->kernels->w16->isa;
         break;
     case LMS_WEIGHTS_Q8:
-        if (!tier->q8 || tier->q8_signed) return PEAK_NONE; /* tiles */
-        isa = tier->q8->isa;
+        if (!tier->kernels->q8 || tier->q8_signed) return PEAK_NONE; /* tiles */
+        isa = tier->kernels->q8->isa;
         break;
     default:
         return PEAK_NONE;

@@ -8,6 +8,7 @@
 
 int cmd_score(int argc, char **argv);
 int cmd_stream(int argc, char **argv);
+int cmd_rerank(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_health(int argc, char **argv);

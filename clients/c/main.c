@@ -19,6 +19,7 @@ typedef struct {
 static const subcommand SUBCOMMANDS[] = {
     {"score", cmd_score, "score items against a query (Score)"},
     {"stream", cmd_stream, "score the items of a file or stdin as they stream (ScoreItems)"},
+    {"rerank", cmd_rerank, "rank documents by relevance to a query (Rerank)"},
     {"tokenize", cmd_tokenize, "the token ids of a text (Tokenize)"},
     {"info", cmd_info, "the served model, limits and counters (GetModelInfo)"},
     {"health", cmd_health, "exit 0 iff the server is SERVING (grpc.health.v1)"},

@@ -105,14 +105,14 @@ lms_status forward_run(const lms_model *m, const model_weights *mw, const forwar
                         "a KV prefix of another attention precision");
 
     const compute_tier *tier = tune->matmul.tier;
-    const vec_kernels *vec = tier->vec;
+    const vec_kernels *vec = tier->kernels->vec;
     const attn_geometry geo = {c->n_heads,
                                c->n_kv_heads,
                                hd,
                                tune->block_rows,
                                vec,
-                               tier->f32,
-                               tune->kv16 ? tier->w16 : NULL};
+                               tier->kernels->f32,
+                               tune->kv16 ? tier->kernels->w16 : NULL};
     attn_plan *plan = NULL;
     lms_status st = attn_plan_create(&b->layout, &geo, cached, &plan, err);
     if (st != LMS_OK) return st;
@@ -168,8 +168,8 @@ lms_status forward_run(const lms_model *m, const model_weights *mw, const forwar
         if (b->capture) {
             const size_t n = (size_t)b->layout.prefix_rows * kvd;
             if (b->capture->half) {
-                tier->w16->to_f16(k, kv_prefix_k(b->capture, l), n);
-                tier->w16->to_f16(v, kv_prefix_v(b->capture, l), n);
+                tier->kernels->w16->to_f16(k, kv_prefix_k(b->capture, l), n);
+                tier->kernels->w16->to_f16(v, kv_prefix_v(b->capture, l), n);
             } else {
                 memcpy(kv_prefix_k(b->capture, l), k, n * sizeof(float));
                 memcpy(kv_prefix_v(b->capture, l), v, n * sizeof(float));

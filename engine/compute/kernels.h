@@ -206,9 +206,9 @@ matmul_block_fn matmul_panels;
 matmul_block_fn matmul_amx, matmul_amx_emulated;
 
 /* BF16 matrices by vdpbf16ps, the others through matmul_panels
- * (kernels_avx512_bf16.c; its plain-C reference is a tier of its own,
- * tier.h). */
-matmul_block_fn matmul_avx512_bf16;
+ * (kernels_avx512_bf16.c); and the same with VDPBF16PS in plain C, as the
+ * SDM defines it (kernels_avx512_bf16_reference.c). */
+matmul_block_fn matmul_avx512_bf16, matmul_avx512_bf16_reference;
 
 /* One lane of VDPBF16PS as the SDM defines it: acc plus the products of
  * the bf16 pairs a and b (even element in the low half), the odd one

@@ -1,11 +1,12 @@
 /*
- * kernels_avx512_bf16_reference.c — the avx512-bf16 tier's BF16 projection
- * in plain C (kernels.h's avx512-bf16 sequence), with VDPBF16PS as the
- * Intel SDM's Operation section defines it (vol. 2, VDPBF16PS): the
- * reference the avx512-bf16 tier proves itself against at start-up
- * (tier_proof.c), as a tier of its own outside the table
- * (compute_tier_avx512_bf16_reference: these projections, the AVX2
- * kernels for the rest).
+ * kernels_avx512_bf16_reference.c — the avx512-bf16 tier's block function
+ * with its one instruction replaced by its definition: BF16 projections in
+ * plain C (kernels.h's avx512-bf16 sequence), VDPBF16PS as the Intel SDM's
+ * Operation section defines it (vol. 2, VDPBF16PS); every other product
+ * through matmul_panels and the tier's own family, as the real block does.
+ * The tier's reference_block (tier.h): what it proves itself against at
+ * start-up (tier_proof.c), and what its tests run on a CPU without
+ * AVX-512 BF16.
  *
  * VDPBF16PS, per f32 lane i of srcdest and dword t of src2 (a bf16 pair;
  * bfloat16[0] the low half):
@@ -30,13 +31,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "kernels_amx.h"
-#include "tier.h"
-
-extern const vec_kernels vec_kernels_avx2;
-extern const f32_kernels f32_kernels_avx2;
-extern const w16_kernels w16_kernels_avx2;
-extern const q8_kernels q8_kernels_avx2, q8x2_kernels_avx2;
+#include "kernels.h"
 
 static float bits_f32(uint32_t u)
 {
@@ -72,9 +67,9 @@ static uint32_t pair(uint16_t even, uint16_t odd)
     return (uint32_t)odd << 16 | even;
 }
 
-static void reference_block(const struct compute_tier *tier, const lms_weights *w,
-                            const matmul_input *in, int32_t r0, int32_t r1, int32_t c0, int32_t c1,
-                            float *y, size_t ldy, kernel_mode mode)
+void matmul_avx512_bf16_reference(const struct compute_tier *tier, const lms_weights *w,
+                                  const matmul_input *in, int32_t r0, int32_t r1, int32_t c0,
+                                  int32_t c1, float *y, size_t ldy, kernel_mode mode)
 {
     if (w->format != LMS_WEIGHTS_BF16) {
         matmul_panels(tier, w, in, r0, r1, c0, c1, y, ldy, mode);
@@ -101,28 +96,3 @@ static void reference_block(const struct compute_tier *tier, const lms_weights *
         }
     }
 }
-
-static bool has_avx2(const lms_cpu_features *cpu)
-{
-    return cpu->avx2;
-}
-
-/* The BF16 projections above, in the tier's pairs, beside the AVX2
- * kernels for everything else (the vector tiers' bits: what avx512-bf16's
- * avx512-vnni kernels must give too). */
-const compute_tier compute_tier_avx512_bf16_reference = {
-    .name = "avx512-bf16-reference",
-    .needs = "AVX2, FMA and F16C",
-    .runs_on = has_avx2,
-    .formats = 1u << LMS_WEIGHTS_F32 | 1u << LMS_WEIGHTS_F16 | 1u << LMS_WEIGHTS_BF16 |
-               1u << LMS_WEIGHTS_Q8,
-    .vec = &vec_kernels_avx2,
-    .f32 = &f32_kernels_avx2,
-    .w16 = &w16_kernels_avx2,
-    .q8 = &q8_kernels_avx2,
-    .q8x2 = &q8x2_kernels_avx2,
-    .block = reference_block,
-    .bf16_activations = KERNEL_BF16_VDPBF16PS,
-    .bf16_at = amx_bf16_at,
-    .emulated = true,
-};

@@ -66,15 +66,16 @@ static void score_chunk(const lms_model *m, const lms_weights *head, const matmu
             for (int32_t j = 0; j < n_labels; j++)
                 if (labels[j] >= v0 && labels[j] < v0 + nv)
                     out[(size_t)i * n_labels + j] = row[labels[j] - v0];
-            float mx = mm->tier->vec->max(row, nv);
+            float mx = mm->tier->kernels->vec->max(row, nv);
             s->block_max[(size_t)i * n_blocks + b] = mx;
-            s->block_sum[(size_t)i * n_blocks + b] = mm->tier->vec->exp_shifted(row, nv, mx);
+            s->block_sum[(size_t)i * n_blocks + b] =
+                mm->tier->kernels->vec->exp_shifted(row, nv, mx);
         }
     }
     for (int32_t i = 0; i < n; i++) {
         const float *bm = s->block_max + (size_t)i * n_blocks;
         const double *bs = s->block_sum + (size_t)i * n_blocks;
-        float mx = mm->tier->vec->max(bm, n_blocks);
+        float mx = mm->tier->kernels->vec->max(bm, n_blocks);
         double sum = 0.0;
         for (int32_t b = 0; b < n_blocks; b++)
             sum += bs[b] * exp((double)bm[b] - mx);
@@ -112,8 +113,8 @@ lms_status lm_head_label_logprobs(const lms_model *m, const lms_weights *head,
         int32_t n = min_i32(chunk, n_rows - s0);
         for (int32_t i = 0; i < n; i++) {
             int32_t row = rows ? rows[s0 + i] : s0 + i;
-            mm->tier->vec->rmsnorm(s.h + (size_t)i * d, x + (size_t)row * d, m->output_norm, d,
-                                   c->rms_eps);
+            mm->tier->kernels->vec->rmsnorm(s.h + (size_t)i * d, x + (size_t)row * d,
+                                            m->output_norm, d, c->rms_eps);
         }
         score_chunk(m, head, mm, &s, n, labels, n_labels, out + (size_t)s0 * n_labels);
     }

@@ -61,7 +61,7 @@ void matmul_scratch_free(matmul_scratch *s)
  * value. */
 static const q8_kernels *q8_kernels_for(const compute_tier *tier, const lms_weights *w)
 {
-    return w->x_codes == 2 ? tier->q8x2 : tier->q8;
+    return w->x_codes == 2 ? tier->kernels->q8x2 : tier->kernels->q8;
 }
 
 /* x quantised into s (kernels.h), with the blocks' sums when with_sums. */
@@ -137,7 +137,8 @@ static void panels_dense(const compute_tier *tier, const lms_weights *w, const m
                          kernel_mode mode)
 {
     const bool f32 = w->format == LMS_WEIGHTS_F32, bf16 = w->format == LMS_WEIGHTS_BF16;
-    const int32_t k = w->k, rows_per_call = f32 ? tier->f32->rows : tier->w16->rows;
+    const int32_t k = w->k,
+                  rows_per_call = f32 ? tier->kernels->f32->rows : tier->kernels->w16->rows;
     for (int32_t c = c0; c < c1; c += LMS_PANEL) {
         const size_t panel = (size_t)(c / LMS_PANEL) * k * LMS_PANEL;
         const int32_t n_cols = c1 - c < LMS_PANEL ? c1 - c : LMS_PANEL;
@@ -148,9 +149,10 @@ static void panels_dense(const compute_tier *tier, const lms_weights *w, const m
             const int32_t n_rows = r1 - r < rows_per_call ? r1 - r : rows_per_call;
             float *yr = y + (size_t)(r - r0) * ldy + (c - c0);
             if (f32)
-                tier->f32->fn(x, k, w->f32 + panel, LMS_PANEL, yr, ldy, n_rows, n_cols, mode);
+                tier->kernels->f32->fn(x, k, w->f32 + panel, LMS_PANEL, yr, ldy, n_rows, n_cols,
+                                       mode);
             else
-                tier->w16->fn(x, k, w->w16 + panel, bf16, yr, ldy, n_rows, n_cols, mode);
+                tier->kernels->w16->fn(x, k, w->w16 + panel, bf16, yr, ldy, n_rows, n_cols, mode);
         }
     }
 }

@@ -67,19 +67,53 @@ static bool has_x86_64(const lms_cpu_features *cpu)
     return true;
 }
 
-/* The amx tier's kernels on the tile layer's emulation, beside the AVX2
- * kernels for everything else: its tests on any CPU with AVX2, never
- * picked by auto. */
-static const compute_tier AMX_EMULATED = {
-    .name = "amx-emulated",
-    .needs = "AVX2, FMA and F16C",
+const kernel_family kernel_family_avx512_vnni = {
+    .isa = "avx512-vnni",
+    .runs_on = has_avx512_vnni,
+    .vec = &vec_kernels_avx512,
+    .f32 = &f32_kernels_avx512,
+    .w16 = &w16_kernels_avx512,
+    .q8 = &q8_kernels_avx512_vnni,
+    .q8x2 = &q8x2_kernels_avx512_vnni,
+};
+
+/* AVX-512 without VNNI (Skylake-SP): int8 through the AVX2 kernels. */
+const kernel_family kernel_family_avx512 = {
+    .isa = "avx512",
+    .runs_on = has_avx512,
+    .vec = &vec_kernels_avx512,
+    .f32 = &f32_kernels_avx512,
+    .w16 = &w16_kernels_avx512,
+    .q8 = &q8_kernels_avx2,
+    .q8x2 = &q8x2_kernels_avx2,
+};
+
+const kernel_family kernel_family_avx2 = {
+    .isa = "avx2",
     .runs_on = has_avx2,
-    .formats = ALL_FORMATS,
     .vec = &vec_kernels_avx2,
     .f32 = &f32_kernels_avx2,
     .w16 = &w16_kernels_avx2,
     .q8 = &q8_kernels_avx2,
     .q8x2 = &q8x2_kernels_avx2,
+};
+
+/* Any x86-64: f32 only. */
+const kernel_family kernel_family_generic = {
+    .isa = "generic",
+    .runs_on = has_x86_64,
+    .vec = &vec_kernels_generic,
+    .f32 = &f32_kernels_generic,
+};
+
+/* The amx tier's kernels on the tile layer's emulation, beside the AVX2
+ * family: its tests on any CPU with AVX2, never picked by auto. */
+static const compute_tier AMX_EMULATED = {
+    .name = "amx-emulated",
+    .needs = "AVX2, FMA and F16C",
+    .runs_on = has_avx2,
+    .formats = ALL_FORMATS,
+    .kernels = &kernel_family_avx2,
     .block = matmul_amx_emulated,
     .bf16_activations = KERNEL_BF16_TDPBF16PS,
     .bf16_at = amx_bf16_at,
@@ -90,48 +124,39 @@ static const compute_tier AMX_EMULATED = {
 /* AMX (Sapphire Rapids on): BF16 projections on bf16 tiles, x as two bf16
  * values, and Q8 ones on int8 tiles, every GGUF block type and float
  * weights at int8 (kernels_amx.h: tdpbssd for full-range codes, tdpbsud
- * for the small-bias ones). Still on the AVX-512 VNNI kernels: F16
+ * for the small-bias ones). Still on the AVX-512 VNNI family: F16
  * matrices (kept exact: tdpbf16ps would round them to bf16), f32 ones and
  * attention. Offered once Linux grants the tile state and its kernel
- * matched amx-emulated at start-up. */
+ * matched the same kernel on the tile emulation at start-up. */
 static const compute_tier AMX = {
     .name = "amx",
     .needs = "AMX-TILE, AMX-BF16, AMX-INT8 and AVX-512 VNNI",
     .runs_on = has_amx,
     .formats = ALL_FORMATS,
-    .vec = &vec_kernels_avx512,
-    .f32 = &f32_kernels_avx512,
-    .w16 = &w16_kernels_avx512,
-    .q8 = &q8_kernels_avx512_vnni,
-    .q8x2 = &q8x2_kernels_avx512_vnni,
+    .kernels = &kernel_family_avx512_vnni,
     .block = matmul_amx,
+    .reference_block = matmul_amx_emulated,
     .bf16_activations = KERNEL_BF16_TDPBF16PS,
     .bf16_at = amx_bf16_at,
     .q8_signed = true,
     .enable = amx_enable,
-    .proven_against = &AMX_EMULATED,
 };
 
 /* AVX-512 BF16 (AMD Zen 4 on, Intel Cooper Lake and Sapphire Rapids on):
  * BF16 projections by vdpbf16ps, x as two bf16 values, in the amx tiers'
  * k pairs (kernels_avx512_bf16.c); F16 (kept exact), f32 and Q8 matrices
- * and attention on the avx512-vnni kernels. Offered once its kernel
- * matched the plain-C reference at start-up. Never executed on this
- * project's machines (none has AVX-512 BF16): the self-check guards it. */
+ * and attention on the AVX-512 VNNI family. Offered once its kernel
+ * matched the same projection with VDPBF16PS in plain C at start-up. */
 static const compute_tier AVX512_BF16 = {
     .name = "avx512-bf16",
     .needs = "AVX-512 F, BW, VL, VNNI and BF16",
     .runs_on = has_avx512_bf16,
     .formats = ALL_FORMATS,
-    .vec = &vec_kernels_avx512,
-    .f32 = &f32_kernels_avx512,
-    .w16 = &w16_kernels_avx512,
-    .q8 = &q8_kernels_avx512_vnni,
-    .q8x2 = &q8x2_kernels_avx512_vnni,
+    .kernels = &kernel_family_avx512_vnni,
     .block = matmul_avx512_bf16,
+    .reference_block = matmul_avx512_bf16_reference,
     .bf16_activations = KERNEL_BF16_VDPBF16PS,
     .bf16_at = amx_bf16_at,
-    .proven_against = &compute_tier_avx512_bf16_reference,
 };
 
 static const compute_tier AVX512_VNNI = {
@@ -139,25 +164,16 @@ static const compute_tier AVX512_VNNI = {
     .needs = "AVX-512 F, BW, VL and VNNI",
     .runs_on = has_avx512_vnni,
     .formats = ALL_FORMATS,
-    .vec = &vec_kernels_avx512,
-    .f32 = &f32_kernels_avx512,
-    .w16 = &w16_kernels_avx512,
-    .q8 = &q8_kernels_avx512_vnni,
-    .q8x2 = &q8x2_kernels_avx512_vnni,
+    .kernels = &kernel_family_avx512_vnni,
     .block = matmul_panels,
 };
 
-/* AVX-512 without VNNI (Skylake-SP): int8 through the AVX2 kernel. */
 static const compute_tier AVX512 = {
     .name = "avx512",
     .needs = "AVX-512 F, BW and VL",
     .runs_on = has_avx512,
     .formats = ALL_FORMATS,
-    .vec = &vec_kernels_avx512,
-    .f32 = &f32_kernels_avx512,
-    .w16 = &w16_kernels_avx512,
-    .q8 = &q8_kernels_avx2,
-    .q8x2 = &q8x2_kernels_avx2,
+    .kernels = &kernel_family_avx512,
     .block = matmul_panels,
 };
 
@@ -166,22 +182,16 @@ static const compute_tier AVX2 = {
     .needs = "AVX2, FMA and F16C",
     .runs_on = has_avx2,
     .formats = ALL_FORMATS,
-    .vec = &vec_kernels_avx2,
-    .f32 = &f32_kernels_avx2,
-    .w16 = &w16_kernels_avx2,
-    .q8 = &q8_kernels_avx2,
-    .q8x2 = &q8x2_kernels_avx2,
+    .kernels = &kernel_family_avx2,
     .block = matmul_panels,
 };
 
-/* Any x86-64: f32 only. */
 static const compute_tier GENERIC = {
     .name = "generic",
     .needs = "x86-64",
     .runs_on = has_x86_64,
     .formats = 1u << LMS_WEIGHTS_F32,
-    .vec = &vec_kernels_generic,
-    .f32 = &f32_kernels_generic,
+    .kernels = &kernel_family_generic,
     .block = matmul_panels,
 };
 

@@ -25,17 +25,35 @@
 #include "lmscore.h"
 #include "vec.h"
 
+/* One instruction set's kernels (kernels.h, vec.h): what a tier runs for
+ * every product its block function does not compute itself, and for
+ * attention and the elementwise steps. A tier names its family instead of
+ * listing kernels, so that no row can mix two sets by accident. */
+typedef struct {
+    const char *isa; /* the family's instruction set, for messages */
+    bool (*runs_on)(const lms_cpu_features *cpu);
+    const vec_kernels *vec; /* the elementwise kernels; every family has them */
+    const f32_kernels *f32; /* every family has them */
+    const w16_kernels *w16; /* F16 and BF16 weights, or NULL */
+    const q8_kernels *q8;   /* Q8 weights, one code per activation value; or NULL */
+    const q8_kernels *q8x2; /* Q8 weights, two codes per activation value; or NULL */
+} kernel_family;
+
 typedef struct compute_tier {
     const char *name;  /* what --isa calls it */
     const char *needs; /* the instructions it needs, for messages */
     bool (*runs_on)(const lms_cpu_features *cpu);
-    unsigned formats;       /* the weight formats it multiplies: bit 1 << lms_weights_format */
-    const vec_kernels *vec; /* the elementwise kernels; every tier has them */
-    const f32_kernels *f32; /* every tier has them */
-    const w16_kernels *w16; /* F16 and BF16 weights, or NULL */
-    const q8_kernels *q8;   /* Q8 weights, one code per activation value; or NULL */
-    const q8_kernels *q8x2; /* Q8 weights, two codes per activation value; or NULL */
-    matmul_block_fn *block; /* a tile of a projection */
+    unsigned formats; /* the weight formats it multiplies: bit 1 << lms_weights_format */
+    const kernel_family *kernels; /* its micro-kernels */
+    matmul_block_fn *block;       /* a tile of a projection */
+    /* block with the instructions that the project cannot check by
+     * running them (AMX's tiles, vdpbf16ps) replaced by their plain-C
+     * definitions from the SDM, everything else the same code: what the
+     * start-up self-check (compute_tier_proves) holds block to, and what
+     * the tier's tests run on a CPU without those instructions. NULL: the
+     * tier's block is plain C over its family (matmul_panels), nothing to
+     * prove. */
+    matmul_block_fn *reference_block;
     /* The sequence of BF16 projections (kernels.h): nonzero, x rounded to
      * bf16 and the tier's own instruction's steps (tiers with the same one
      * give the same bits); the other projections, and attention, keep
@@ -51,18 +69,14 @@ typedef struct compute_tier {
     /* Asks the OS for what the tier needs beyond runs_on (AMX: Linux's
      * grant of the tile state); false, why set, when refused. NULL: none. */
     bool (*enable)(char *why, size_t why_size);
-    /* A start-up self-check (compute_tier_proves), of a tier with its own
-     * sequence or instructions the project cannot run: the tier whose bits
-     * it must give on a fixed problem; NULL for none. */
-    const struct compute_tier *proven_against;
 } compute_tier;
 
 /* The tiers, the fastest first; NULL-terminated. */
 extern const compute_tier *const compute_tiers[];
 
-/* What avx512-bf16 proves itself against (kernels_avx512_bf16_reference.c;
- * not in compute_tiers: no tests are generated for it, auto never sees it). */
-extern const compute_tier compute_tier_avx512_bf16_reference;
+/* The kernel families, one per instruction set (tier.c). */
+extern const kernel_family kernel_family_avx512_vnni, kernel_family_avx512, kernel_family_avx2,
+    kernel_family_generic;
 
 /* name NULL or "auto": the first tier offered here (emulations left out);
  * a tier the CPU runs but that is not offered (its enable or its
@@ -84,14 +98,25 @@ lms_status compute_tier_select_from(const compute_tier *const *tiers, const char
 bool compute_tier_offered(const compute_tier *t, const lms_cpu_features *cpu, char *why,
                           size_t why_size);
 
-/* t's self-check (tier_proof.c): its block function on a fixed problem
- * gives t->proven_against's bits; true when t has none. false, why set, on
- * a difference or a fault. */
+/* t's self-check (tier_proof.c), for a tier with a reference_block: t's
+ * block on fixed problems (BF16 and every Q8 layout, x in one and two
+ * codes) gives its reference_block's bits, both run with t's own layout,
+ * input and kernels. It runs in a child process, so that nothing it does
+ * — a fault, a signal, a hang — can touch the caller: false, why set, on
+ * a difference, a fault or signal (its name), no answer within
+ * compute_tier_proof_seconds, or no child. true when t has no
+ * reference_block. */
 bool compute_tier_proves(const compute_tier *t, char *why, size_t why_size);
 
-/* Test hook: while set, the self-check moves one element of the tested
- * tier's result by one ulp (a CPU that computes differently). */
+/* Test hooks. compute_tier_force_mismatch: while set, the self-check
+ * moves one element of the tested tier's result by one ulp (a CPU that
+ * computes differently). compute_tier_proof_signal: while nonzero, the
+ * self-check raises that signal in its child before it multiplies (a
+ * kernel that faults); -1 makes it never finish. compute_tier_proof_seconds:
+ * how long a self-check may take (default 20). */
 extern bool compute_tier_force_mismatch;
+extern int compute_tier_proof_signal;
+extern int compute_tier_proof_seconds;
 
 static inline bool compute_tier_multiplies(const compute_tier *t, lms_weights_format format)
 {

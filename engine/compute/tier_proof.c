@@ -1,31 +1,43 @@
 /*
- * tier_proof.c — the start-up self-check of a tier with a reference (tier.h
- * compute_tier_proves): before the tier is offered, its block function
- * multiplies small fixed problems and must give, bit for bit, what its
- * reference tier gives (avx512-bf16: the plain C of the SDM's VDPBF16PS,
- * which defines each step exactly, kernels_avx512_bf16_reference.c, and
- * for its Q8 products the vector tiers' bits; the amx tier: the emulation
- * of the SDM's pseudo-code, which defines tdpbf16ps' result exactly — the order of the
- * fused multiply-adds, RNE, DAZ, FTZ — and tdpbssd's and tdpbsud's as
- * exact integer sums, which the kernel then scales in a fixed order of f32
- * operations; so a CPU that computes them as the SDM says matches to the
+ * tier_proof.c — the start-up self-check of a tier with a reference block
+ * (tier.h compute_tier_proves): before the tier is offered, its block
+ * function multiplies small fixed problems and must give, bit for bit,
+ * what its reference_block gives — the same code with the instructions
+ * under proof replaced by their definitions (avx512-bf16: VDPBF16PS in
+ * plain C, kernels_avx512_bf16_reference.c; amx: the tile layer's
+ * emulation of the SDM's pseudo-code, which defines tdpbf16ps' result
+ * exactly — the order of the fused multiply-adds, RNE, DAZ, FTZ — and
+ * tdpbssd's and tdpbsud's as exact integer sums, which the kernel then
+ * scales in a fixed order of f32 operations). Both run on the tier's own
+ * layout, prepared input and kernel family, so the check can only see the
+ * instructions: a CPU that computes them as the SDM says matches to the
  * bit; one that does not, or a kernel that misuses them, is caught here
- * rather than in a score). Every kind of product the tier runs on its
+ * rather than in a score. Every kind of product the tier runs on its
  * tiles is checked, x in one and in two codes per value for Q8: BF16; Q8
  * of signed codes (float weights quantised as Q8_0: tdpbssd); Q6_K
  * (codes + 32 as unsigned bytes: tdpbsud, a tile product per half block
  * of 16 k values, D per super-block, a sub-scale per half); Q4_K (bias 0:
- * tdpbsud, sub-scales per block, offsets and sub-offsets). A fault
- * (SIGILL, SIGSEGV: a tile instruction the OS did not enable) counts as a
- * failure.
+ * tdpbsud, sub-scales per block, offsets and sub-offsets).
+ *
+ * The check runs in a child process (fork), which writes its verdict to a
+ * pipe and exits: a fault (SIGILL for an instruction the CPU or the OS
+ * does not give, SIGSEGV, SIGBUS, SIGFPE), any other signal or a check
+ * that does not answer in time ends the child, never the caller, and the
+ * tier is dropped with the reason. The child only multiplies on its own
+ * thread (no OpenMP team: the problems are below matmul's parallel
+ * threshold) and leaves by _exit.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
-#include <pthread.h>
-#include <setjmp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "half.h"
@@ -34,6 +46,8 @@
 #include "weights_pack.h"
 
 bool compute_tier_force_mismatch;
+int compute_tier_proof_signal;
+int compute_tier_proof_seconds = 20;
 
 /* The problems: x 19 × 75 (a partial group of 16 rows, a partial chunk or
  * block of 32 k values, an odd k), W 40 × 75 (a partial panel) in bf16 and
@@ -53,33 +67,6 @@ static float value(uint32_t *seed)
     return (r & 0x1000 ? -m : m) * ldexpf(1.0f, (int)((r >> 13) % 17) - 8);
 }
 
-/* The fault handler's way back, for the thread running the check. */
-static pthread_mutex_t proving = PTHREAD_MUTEX_INITIALIZER;
-static sigjmp_buf fault_return;
-
-static void on_fault(int sig)
-{
-    siglongjmp(fault_return, sig);
-}
-
-/* t's block over the problem into y; false (why set) on a fault. */
-static bool run_guarded(const compute_tier *t, const lms_weights *w, const matmul_input *in,
-                        float *y, char *why, size_t why_size)
-{
-    struct sigaction guard = {.sa_handler = on_fault}, old_ill, old_segv;
-    sigemptyset(&guard.sa_mask);
-    pthread_mutex_lock(&proving);
-    sigaction(SIGILL, &guard, &old_ill);
-    sigaction(SIGSEGV, &guard, &old_segv);
-    const int sig = sigsetjmp(fault_return, 1);
-    if (!sig) t->block(t, w, in, 0, ROWS, 0, N, y, N, KERNEL_STORE);
-    sigaction(SIGILL, &old_ill, NULL);
-    sigaction(SIGSEGV, &old_segv, NULL);
-    pthread_mutex_unlock(&proving);
-    if (sig) snprintf(why, why_size, "%s faulted (%s) in its self-check", t->name, strsignal(sig));
-    return !sig;
-}
-
 /* t and its reference on one N × k matrix, stored as type and held in
  * format as t keeps it, with x (ROWS × k) in x_codes codes for Q8: the
  * same bits, else false and why. */
@@ -87,7 +74,6 @@ static bool proves_on(const compute_tier *t, lms_dtype type, const void *stored,
                       lms_weights_format format, int32_t k, int32_t x_codes, const float *x,
                       matmul_scratch *s, char *why, size_t why_size)
 {
-    const compute_tier *ref = t->proven_against;
     float y[ROWS * N], want[ROWS * N];
     lms_weights w;
     void *buffer = NULL;
@@ -105,15 +91,15 @@ static bool proves_on(const compute_tier *t, lms_dtype type, const void *stored,
         const matmul_config cfg = {t};
         matmul_input in;
         matmul_prepare(&cfg, &w, x, ROWS, s, &in);
-        ref->block(t, &w, &in, 0, ROWS, 0, N, want, N, KERNEL_STORE);
-        ok = run_guarded(t, &w, &in, y, why, why_size);
-        if (ok && compute_tier_force_mismatch) y[ROWS * N / 2] = nextafterf(y[ROWS * N / 2], 1e30f);
+        t->reference_block(t, &w, &in, 0, ROWS, 0, N, want, N, KERNEL_STORE);
+        t->block(t, &w, &in, 0, ROWS, 0, N, y, N, KERNEL_STORE);
+        if (compute_tier_force_mismatch) y[ROWS * N / 2] = nextafterf(y[ROWS * N / 2], 1e30f);
         for (int i = 0; ok && i < ROWS * N; i++)
             if (memcmp(&y[i], &want[i], sizeof y[i])) {
                 snprintf(why, why_size,
-                         "%s's self-check differs from %s at [%d][%d] of %s as %s (x in %d "
-                         "codes): %a, not %a",
-                         t->name, ref->name, i / N, i % N, lms_dtype_name(type),
+                         "%s's self-check differs from its reference at [%d][%d] of %s as %s "
+                         "(x in %d codes): %a, not %a",
+                         t->name, i / N, i % N, lms_dtype_name(type),
                          lms_weights_format_name(format), (int)x_codes, (double)y[i],
                          (double)want[i]);
                 ok = false;
@@ -178,9 +164,13 @@ static bool proves_on_blocks(const compute_tier *t, const problem *p, int32_t co
     return ok;
 }
 
-bool compute_tier_proves(const compute_tier *t, char *why, size_t why_size)
+/* The check itself, in the child. */
+static bool proves(const compute_tier *t, char *why, size_t why_size)
 {
-    if (!t->proven_against) return true;
+    if (compute_tier_proof_signal < 0)
+        for (;;)
+            pause();
+    if (compute_tier_proof_signal) raise(compute_tier_proof_signal);
     problem *p = malloc(sizeof *p);
     matmul_scratch *s = matmul_scratch_create(ROWS, K_BLOCKS);
     if (!p || !s) {
@@ -208,4 +198,124 @@ bool compute_tier_proves(const compute_tier *t, char *why, size_t why_size)
     matmul_scratch_free(s);
     free(p);
     return ok;
+}
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The child: the verdict as its exit status (0 proved, 1 not), why on fd. */
+_Noreturn static void prove_in_child(const compute_tier *t, int fd)
+{
+    /* A fault ends the child with its own signal, whatever the caller
+     * (or a sanitizer) handles or blocks. */
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
+    for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
+        signal(faults[i], SIG_DFL);
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_UNBLOCK, &all, NULL);
+    char why[240] = "";
+    const bool ok = proves(t, why, sizeof why);
+    const size_t n = strlen(why);
+    const ssize_t written = write(fd, why, n);
+    _exit(ok ? 0 : (size_t)written == n ? 1 : 2);
+}
+
+/* Reads the child's reason into why until it closes the pipe or the
+ * deadline passes: false on the deadline. */
+static bool read_reason(int fd, double deadline, char *why, size_t why_size)
+{
+    size_t used = 0;
+    for (;;) {
+        const double left = deadline - seconds_now();
+        if (left <= 0) return false;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        const int ready = poll(&pfd, 1, (int)(left * 1000) + 1);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready <= 0) continue; /* the deadline is checked above */
+        char chunk[128];
+        const ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return true;
+        for (ssize_t i = 0; i < n && used + 1 < why_size; i++)
+            why[used++] = chunk[i];
+        if (why_size) why[used] = '\0';
+    }
+}
+
+/* The child's end: its status, waiting until the deadline; false (and the
+ * child killed) when it has not ended by then. */
+static bool reap(pid_t pid, double deadline, int *status)
+{
+    for (;;) {
+        const pid_t got = waitpid(pid, status, WNOHANG);
+        if (got == pid) return true;
+        if (got < 0 && errno != EINTR) {
+            *status = -1;
+            return true;
+        }
+        if (seconds_now() >= deadline) {
+            kill(pid, SIGKILL);
+            while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
+            }
+            return false;
+        }
+        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    }
+}
+
+bool compute_tier_proves(const compute_tier *t, char *why, size_t why_size)
+{
+    if (!t->reference_block) return true;
+    if (why_size) why[0] = '\0';
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        snprintf(why, why_size, "%s: no pipe for its self-check (%s)", t->name, strerror(errno));
+        return false;
+    }
+    const pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(why, why_size, "%s: no process for its self-check (fork: %s)", t->name,
+                 strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
+        return false;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        prove_in_child(t, fds[1]);
+    }
+    close(fds[1]);
+    const double deadline = seconds_now() + compute_tier_proof_seconds;
+    char reason[240] = "";
+    int status = 0;
+    const bool answered = read_reason(fds[0], deadline, reason, sizeof reason);
+    close(fds[0]);
+    const bool ended = reap(pid, answered ? deadline : 0, &status);
+    if (!answered || !ended) {
+        snprintf(why, why_size, "%s did not finish its self-check within %d s", t->name,
+                 compute_tier_proof_seconds);
+        return false;
+    }
+    if (status == -1) {
+        snprintf(why, why_size, "%s: its self-check's process was lost (%s)", t->name,
+                 strerror(errno));
+        return false;
+    }
+    if (WIFSIGNALED(status)) {
+        snprintf(why, why_size, "%s faulted (%s) in its self-check", t->name,
+                 strsignal(WTERMSIG(status)));
+        return false;
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 1 && reason[0]) {
+        snprintf(why, why_size, "%s", reason);
+        return false;
+    }
+    snprintf(why, why_size, "%s: its self-check ended with status %d", t->name, status);
+    return false;
 }

@@ -236,8 +236,8 @@ typedef struct {
     /* The compute tier (instruction set of the kernels): NULL or "auto"
      * for the fastest the CPU runs, else one of lms_isa_names(); a tier the
      * CPU cannot run fails lms_engine_open. The vector tiers give the
-     * same numbers; the amx tiers round the activations of 16-bit
-     * projections to bf16 (two bf16 values each) and stay within the
+     * same numbers; the amx tiers and avx512-bf16 round the activations of
+     * BF16 projections to bf16 (two bf16 values each) and stay within the
      * precision gates of them (docs/engine.md). */
     const char *isa;
     /* Test hook (lmscored-test-hooks' LMSCORE_TEST_DROP_AMX): auto takes
@@ -245,6 +245,12 @@ typedef struct {
      * self-check, so that a dropped tier (lms_model_info.isa_dropped) can
      * be tested on any CPU. false outside tests. */
     bool test_drop_amx;
+    /* Test hook (lmscored-test-hooks' LMSCORE_TEST_SELF_CHECK_SIGNAL): auto
+     * takes the CPU for one with AVX-512 BF16 and that tier's start-up
+     * self-check raises this signal before it multiplies (a kernel that
+     * faults), so that a self-check's fault can be tested on any CPU: the
+     * tier is dropped, the engine opens on the next. 0 outside tests. */
+    int test_self_check_signal;
 } lms_engine_options;
 
 /* "auto|" and the compute tiers' names, fastest first, '|'-separated

@@ -120,17 +120,22 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
         cpu.amx = true; /* the OS refuses it, or the forced mismatch fails it */
         compute_tier_force_mismatch = true;
     }
+    if (e->opt.test_self_check_signal) {
+        cpu.avx512_bf16 = true; /* its self-check then faults */
+        compute_tier_proof_signal = e->opt.test_self_check_signal;
+    }
     const compute_tier *tier;
     lms_status st =
         compute_tier_select(e->opt.isa, &cpu, &tier, e->isa_dropped, sizeof e->isa_dropped, err);
     if (e->opt.test_drop_amx) compute_tier_force_mismatch = false;
+    if (e->opt.test_self_check_signal) compute_tier_proof_signal = 0;
     if (st != LMS_OK) goto fail;
     if ((unsigned)e->opt.kv_dtype > LMS_KV_DTYPE_F16) {
         st = lms_fail(err, LMS_ERR_INVALID_ARGUMENT, NULL, "kv_dtype", "unknown kv_dtype %d",
                       (int)e->opt.kv_dtype);
         goto fail;
     }
-    if (e->opt.kv_dtype == LMS_KV_DTYPE_F16 && !tier->w16) {
+    if (e->opt.kv_dtype == LMS_KV_DTYPE_F16 && !tier->kernels->w16) {
         st = lms_fail(err, LMS_ERR_INVALID_ARGUMENT, NULL, "kv_dtype",
                       "f16 keys and values need a compute tier with 16-bit kernels; %s has none",
                       tier->name);
@@ -154,7 +159,7 @@ lms_status lms_engine_open(const char *model_path, const lms_engine_options *opt
     /* By default attention is in 16 bits wherever the projections are not
      * all f32: half the memory traffic and prefix cache of f32 keys. */
     const bool kv16 = e->opt.kv_dtype == LMS_KV_DTYPE_AUTO
-                          ? tier->w16 && strcmp(e->weights->precision, "f32") != 0
+                          ? tier->kernels->w16 && strcmp(e->weights->precision, "f32") != 0
                           : e->opt.kv_dtype == LMS_KV_DTYPE_F16;
     e->tune = (forward_tuning){ATTN_BLOCK_ROWS, {tier}, kv16};
 
@@ -205,17 +210,17 @@ static void describe_weights(const lms_engine *e, lms_model_info *out)
     snprintf(out->isa_dropped, sizeof out->isa_dropped, "%s", e->isa_dropped);
     used = 0;
     if (counts[LMS_WEIGHTS_F32])
-        used += (size_t)snprintf(out->kernels, sizeof out->kernels, "f32 %s", tier->f32->isa);
+        used += (size_t)snprintf(out->kernels, sizeof out->kernels, "f32 %s", tier->kernels->f32->isa);
     if ((counts[LMS_WEIGHTS_F16] || counts[LMS_WEIGHTS_BF16]) && used < sizeof out->kernels)
         used += (size_t)snprintf(
             out->kernels + used, sizeof out->kernels - used, "%s16-bit %s", used ? ", " : "",
-            counts[LMS_WEIGHTS_BF16] && tier->bf16_activations ? tier->name : tier->w16->isa);
+            counts[LMS_WEIGHTS_BF16] && tier->bf16_activations ? tier->name : tier->kernels->w16->isa);
     if (tile_q8 && used < sizeof out->kernels)
         used += (size_t)snprintf(out->kernels + used, sizeof out->kernels - used, "%sint8 %s",
                                  used ? ", " : "", tier->name);
     if (counts[LMS_WEIGHTS_Q8] > tile_q8 && used < sizeof out->kernels)
         snprintf(out->kernels + used, sizeof out->kernels - used, "%sint8 %s", used ? ", " : "",
-                 tier->q8->isa);
+                 tier->kernels->q8->isa);
 }
 
 void lms_engine_model_info(const lms_engine *e, lms_model_info *out)

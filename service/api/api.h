@@ -1,10 +1,12 @@
 /*
  * api/ — the handlers of both doors. gRPC: lmscore.v1.ScoreService's
- * scoring RPCs (rpc_score) and Tokenize and GetModelInfo (rpc_info),
+ * scoring RPCs (rpc_score), Rerank (rpc_rerank) and Tokenize and
+ * GetModelInfo (rpc_info),
  * grpc.health.v1 (health), server reflection (reflection, over the
  * descriptor pool of descriptors). HTTP: POST /v1/score (http_score), the
- * rerank paths (http_rerank, rerank_profile), GET /health, /v1/models and
- * /openapi.json (http_info), what every endpoint does
+ * rerank paths (http_rerank), GET /health, /v1/models and /openapi.json
+ * (http_info); both doors' rerank: the profile (rerank_profile) and the
+ * ranking (rerank_order); what every endpoint does
  * around the shared path (http_call), the request bodies read from JSON
  * (json_request), and the HTTP API as the daemon runs it (http_api).
  *
@@ -19,7 +21,9 @@
 #include "health.h"
 #include "http_api.h"
 #include "reflection.h"
+#include "rerank_profile.h"
 #include "rpc_info.h"
+#include "rpc_rerank.h"
 #include "rpc_score.h"
 
 #endif

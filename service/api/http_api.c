@@ -14,7 +14,7 @@
 struct http_api {
     const lmscored_config *cfg;
     const api_keys *keys;
-    rerank_profile profile;
+    const rerank_profile *profile;
     http_score score;
     http_rerank rerank[3]; /* by rerank_dialect */
     http_info info;
@@ -23,15 +23,11 @@ struct http_api {
 };
 
 lms_status http_api_create(const lmscored_config *cfg, service *svc, const api_keys *keys,
-                           http_api **out, lms_error *err)
+                           const rerank_profile *profile, http_api **out, lms_error *err)
 {
     http_api *a = calloc(1, sizeof *a);
     if (!a) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
-    lms_status st = rerank_profile_load(cfg->rerank_profile, &a->profile, err);
-    if (st != LMS_OK) {
-        free(a);
-        return st;
-    }
+    a->profile = profile;
     a->cfg = cfg;
     a->keys = keys;
     http_score_init(&a->score, svc);
@@ -39,11 +35,12 @@ lms_status http_api_create(const lmscored_config *cfg, service *svc, const api_k
     size_t n = 0;
     a->endpoints[n++] = &a->score.endpoint;
     for (rerank_dialect d = RERANK_COHERE; d <= RERANK_TEI; d++) {
-        http_rerank_init(&a->rerank[d], svc, &a->profile, d);
+        http_rerank_init(&a->rerank[d], svc, a->profile, d);
         a->endpoints[n++] = &a->rerank[d].endpoint;
     }
     a->endpoints[n++] = &a->info.health;
     a->endpoints[n++] = &a->info.models;
+    a->endpoints[n++] = &a->info.model;
     a->endpoints[n++] = &a->info.openapi;
     *out = a;
     return LMS_OK;
@@ -67,6 +64,7 @@ lms_status http_api_start(http_api *a, lms_error *err)
                         .header_timeout_ms = cfg->http_header_timeout_ms,
                         .body_min_rate = cfg->http_body_min_rate,
                         .keys = a->keys,
+                        .cors_origins = cfg->http_cors_allow_origin,
                         .endpoints = a->endpoints,
                         .n_endpoints = HTTP_API_ENDPOINTS};
     lms_status st = http_server_start(&opt, &a->server, err);
@@ -76,24 +74,7 @@ lms_status http_api_start(http_api *a, lms_error *err)
     log_str(&r, "address", cfg->http_listen);
     log_int(&r, "port", http_server_port(a->server));
     log_str(&r, "tls", cfg->tls_cert[0] ? "on" : "off");
-    log_str(&r, "rerank_profile", a->profile.name);
-    log_end(&r);
-    return LMS_OK;
-}
-
-lms_status http_api_bind(http_api *a, const lms_engine *engine, lms_error *err)
-{
-    lms_error why = {0};
-    if (rerank_profile_bind(&a->profile, engine, &why) == LMS_OK) return LMS_OK;
-    if (a->cfg->rerank_profile[0]) {
-        if (err) *err = why;
-        return why.status;
-    }
-    log_record r;
-    log_begin(&r, LOG_WARNING,
-              "the default rerank profile does not fit the model: the rerank paths "
-              "answer why (choose one with --rerank-profile)");
-    log_str(&r, "error", why.msg);
+    log_str(&r, "rerank_profile", a->profile->name);
     log_end(&r);
     return LMS_OK;
 }
@@ -109,6 +90,5 @@ void http_api_free(http_api *a)
 {
     if (!a) return;
     http_api_stop(a);
-    rerank_profile_free(&a->profile);
     free(a);
 }

@@ -44,6 +44,15 @@ bool http_call_served_name(const service *svc, size_t i, char *name, size_t size
     return true;
 }
 
+void http_call_served_names(const service *svc, char *out, size_t size)
+{
+    char name[sizeof svc->cfg->served_model_names];
+    size_t n = 0;
+    out[0] = '\0';
+    for (size_t i = 0; n < size && http_call_served_name(svc, i, name, sizeof name); i++)
+        n += (size_t)snprintf(out + n, size - n, "%s\"%s\"", i ? ", " : "", name);
+}
+
 bool http_call_check_model(call *c, const service *svc, char *model)
 {
     char name[sizeof svc->cfg->served_model_names];
@@ -51,12 +60,12 @@ bool http_call_check_model(call *c, const service *svc, char *model)
     for (size_t i = 0; !served && http_call_served_name(svc, i, name, sizeof name); i++)
         served = strcmp(model, name) == 0;
     if (!served) {
-        http_call_served_name(svc, 0, name, sizeof name);
+        char names[sizeof svc->cfg->served_model_names + 3 * CONFIG_MAX_SERVED_NAMES] = "";
+        http_call_served_names(svc, names, sizeof names);
         rpc_status st;
         rpc_status_set(&st, GRPC_STATUS_NOT_FOUND, "unknown_model", "model",
-                       "model: this server serves \"%.64s\", not \"%.64s\" (GET /v1/models lists "
-                       "every name it answers to; or leave model out)",
-                       name, model);
+                       "model: \"%.64s\" is not served; this server serves %s (or leave model out)",
+                       model, names);
         call_finish(c, &st);
     }
     free(model);

@@ -25,6 +25,8 @@ void http_call_fail(call *c, const lms_error *err);
 /* The i-th name the model is served under (--served-model-name, else the
  * model file's name), NUL-terminated in name; false past the last. */
 bool http_call_served_name(const service *svc, size_t i, char *name, size_t size);
+/* Every served name, quoted and comma-separated ("a", "b"), cut to size. */
+void http_call_served_names(const service *svc, char *out, size_t size);
 /* True when model (the request's, NULL when it named none; freed here) is
  * one of the served names; else c ends NOT_FOUND (reason unknown_model),
  * as OpenAI-style servers answer a model they do not serve. */

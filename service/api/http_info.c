@@ -60,6 +60,20 @@ static void on_models(call *c, const char *body, size_t len)
     if (http_call_admit(h->svc, c)) end_ok(c);
 }
 
+static void model_entry(json_writer *w, const http_info *h, const char *name)
+{
+    json_object_open(w);
+    json_key(w, "id");
+    json_string(w, name);
+    json_key(w, "object");
+    json_string(w, "model");
+    json_key(w, "created");
+    json_int(w, h->created);
+    json_key(w, "owned_by");
+    json_string(w, "lmscore");
+    json_object_close(w);
+}
+
 static void render_models(call *c, const ProtobufCMessage *reply, json_writer *w)
 {
     (void)reply;
@@ -70,20 +84,77 @@ static void render_models(call *c, const ProtobufCMessage *reply, json_writer *w
     json_string(w, "list");
     json_key(w, "data");
     json_array_open(w);
-    for (size_t i = 0; http_call_served_name(h->svc, i, name, sizeof name); i++) {
-        json_object_open(w);
-        json_key(w, "id");
-        json_string(w, name);
-        json_key(w, "object");
-        json_string(w, "model");
-        json_key(w, "created");
-        json_int(w, h->created);
-        json_key(w, "owned_by");
-        json_string(w, "lmscore");
-        json_object_close(w);
-    }
+    for (size_t i = 0; http_call_served_name(h->svc, i, name, sizeof name); i++)
+        model_entry(w, h, name);
     json_array_close(w);
     json_object_close(w);
+}
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* The ID of "METHOD /v1/models/ID" (GET, or HEAD as a GET), percent-decoded
+ * into out; false when it holds a bad escape or decodes to a NUL. */
+static bool model_id(const call *c, char *out, size_t size)
+{
+    static const char prefix[] = "/v1/models/";
+    const char *p = strchr(call_method(c), ' ');
+    out[0] = '\0';
+    if (!p || strncmp(p + 1, prefix, sizeof prefix - 1) != 0) return false;
+    p += sizeof prefix;
+    size_t n = 0;
+    for (; *p && n + 1 < size; p++) {
+        int hi, lo;
+        if (*p != '%') {
+            out[n++] = *p;
+        } else if ((hi = hex_digit(p[1])) >= 0 && (lo = hex_digit(p[2])) >= 0 && (hi || lo)) {
+            out[n++] = (char)(hi * 16 + lo);
+            p += 2;
+        } else {
+            return false;
+        }
+    }
+    out[n] = '\0';
+    return !*p;
+}
+
+static void on_model(call *c, const char *body, size_t len)
+{
+    (void)body, (void)len;
+    http_info *h = call_ctx(c);
+    if (!http_call_admit(h->svc, c)) return;
+    char id[128];
+    bool ok = model_id(c, id, sizeof id);
+    char *model = ok ? strdup(id) : NULL;
+    if (ok && !model) {
+        rpc_status st;
+        rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, NULL, NULL, "out of memory");
+        call_finish(c, &st);
+        return;
+    }
+    if (!ok) {
+        char names[sizeof h->svc->cfg->served_model_names + 3 * CONFIG_MAX_SERVED_NAMES] = "";
+        http_call_served_names(h->svc, names, sizeof names);
+        rpc_status st;
+        rpc_status_set(&st, GRPC_STATUS_NOT_FOUND, "unknown_model", "model",
+                       "model: not a served name; this server serves %s", names);
+        call_finish(c, &st);
+        return;
+    }
+    if (http_call_check_model(c, h->svc, model)) end_ok(c);
+}
+
+static void render_model(call *c, const ProtobufCMessage *reply, json_writer *w)
+{
+    (void)reply;
+    char id[128];
+    model_id(c, id, sizeof id);
+    model_entry(w, call_ctx(c), id);
 }
 
 static void on_openapi(call *c, const char *body, size_t len)
@@ -116,5 +187,7 @@ void http_info_init(http_info *h, service *svc)
     h->created = (int64_t)time(NULL);
     h->health = get("/health", "/http_info/health", true, h, on_health, render_health);
     h->models = get("/v1/models", "/http_info/models", false, h, on_models, render_models);
+    h->model = get("/v1/models/{id}", "/http_info/model", false, h, on_model, render_model);
+    h->model.under = true;
     h->openapi = get("/openapi.json", "/http_info/openapi", true, h, on_openapi, render_openapi);
 }

@@ -9,6 +9,9 @@
  *                      [{"id", "object": "model", "created", "owned_by"}]},
  *                      one entry per served name (--served-model-name).
  *                      Needs the API key, as reflection does.
+ *   GET /v1/models/ID  OpenAI's model retrieve: the list's entry for ID
+ *                      (percent-decoded), or 404 unknown_model naming
+ *                      every served name. Needs the API key.
  *   GET /openapi.json  docs/openapi.json, carried in the daemon: the same
  *                      for every lmscored, so open.
  *
@@ -25,7 +28,7 @@
 #include "service.h"
 
 typedef struct {
-    http_endpoint health, models, openapi;
+    http_endpoint health, models, model, openapi;
     service *svc;
     int64_t created; /* Unix time the daemon started, the models' "created" */
 } http_info;

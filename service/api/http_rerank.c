@@ -3,13 +3,13 @@
  */
 #include "http_rerank.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "http_call.h"
 #include "json_request.h"
+#include "rerank_order.h"
 #include "score_call.h"
 
 static void state_free(void *state)
@@ -44,46 +44,16 @@ static void on_body(call *c, const char *body, size_t len)
         return;
     }
     Lmscore__V1__ScoreRequest *req;
-    if (rerank_profile_request(h->profile, rr->query, rr->documents, rr->n_documents, &budget, &req,
-                               &err) != LMS_OK) {
+    bool truncate = rr->truncation_said ? rr->truncate : h->svc->cfg->truncate_documents;
+    if (rerank_profile_request(h->profile, rr->query, rr->documents, rr->n_documents,
+                               truncate ? &rr->truncation : NULL, &budget, &req, &err) != LMS_OK) {
         http_call_fail(c, &err);
         return;
     }
+    rr->n_scored = rr->n_documents;
     if (!rr->return_documents) rerank_request_drop_documents(rr); /* the answer has none */
     req->return_logprobs = rr->raw_scores;
     score_call_submit(h->svc, c, engine, req, NULL);
-}
-
-typedef struct {
-    float relevance;
-    size_t index;
-} ranked;
-
-static int by_relevance(const void *a, const void *b)
-{
-    const ranked *x = a, *y = b;
-    if (x->relevance != y->relevance) return x->relevance > y->relevance ? -1 : 1;
-    return x->index < y->index ? -1 : x->index > y->index;
-}
-
-/* TEI's raw score: the log-odds of the first label, log(p / (1 - p)) of
- * the relevance p, from the log-probabilities (exact where p rounds to 1):
- * against the other labels when there are several, else against every
- * other token. */
-static float log_odds(const Lmscore__V1__ItemScores *it)
-{
-    double first = it->logprobs[0], rest;
-    if (it->n_logprobs > 1) {
-        double top = it->logprobs[1], sum = 0;
-        for (size_t k = 2; k < it->n_logprobs; k++)
-            if (it->logprobs[k] > top) top = it->logprobs[k];
-        for (size_t k = 1; k < it->n_logprobs; k++)
-            sum += exp(it->logprobs[k] - top);
-        rest = top + log(sum);
-    } else {
-        rest = log(-expm1(first));
-    }
-    return (float)(first - rest);
 }
 
 static void document_text(json_writer *w, const char *name, const char *text, bool object)
@@ -99,7 +69,7 @@ static void document_text(json_writer *w, const char *name, const char *text, bo
 
 /* A Cohere result opened: {"index", "relevance_score" (the caller closes
  * it, after what else it holds). */
-static void ranked_result(json_writer *w, const ranked *r)
+static void ranked_result(json_writer *w, const rerank_ranked *r)
 {
     json_object_open(w);
     json_key(w, "index");
@@ -108,26 +78,92 @@ static void ranked_result(json_writer *w, const ranked *r)
     json_float(w, r->relevance);
 }
 
-/* Cohere v1, Jina, vLLM: {model, results, usage}. */
-static void cohere_v1(json_writer *w, const http_rerank *h, const rerank_request *rr,
-                      const ranked *order, size_t shown, const Lmscore__V1__ScoreResponse *resp)
+/* Cohere's search units: one per query and started hundred documents. */
+static int64_t search_units(size_t n_documents)
+{
+    return n_documents ? (int64_t)((n_documents + 99) / 100) : 1;
+}
+
+/* The documents cut to their budget, by index: [{index, tokens_kept,
+ * tokens_dropped}], under meta; nothing when none was. */
+static void truncated_documents(json_writer *w, const Lmscore__V1__ScoreResponse *resp)
+{
+    bool any = false;
+    for (size_t i = 0; i < resp->n_items; i++) {
+        const Lmscore__V1__ItemScores *it = resp->items[i];
+        if (it->tokens_dropped <= 0) continue;
+        if (!any) {
+            json_key(w, "truncated_documents");
+            json_array_open(w);
+            any = true;
+        }
+        json_object_open(w);
+        json_key(w, "index");
+        json_int(w, (int64_t)i);
+        json_key(w, "tokens_kept");
+        json_int(w, it->tokens_kept);
+        json_key(w, "tokens_dropped");
+        json_int(w, it->tokens_dropped);
+        json_object_close(w);
+    }
+    if (any) json_array_close(w);
+}
+
+/* Cohere's meta: api_version, billed_units, lmscore's truncated_documents
+ * (v2 adds tokens, the caller's). */
+static void cohere_meta_open(json_writer *w, const char *version, const rerank_request *rr,
+                             const Lmscore__V1__ScoreResponse *resp)
+{
+    json_key(w, "meta");
+    json_object_open(w);
+    json_key(w, "api_version");
+    json_object_open(w);
+    json_key(w, "version");
+    json_string(w, version);
+    json_object_close(w);
+    json_key(w, "billed_units");
+    json_object_open(w);
+    json_key(w, "search_units");
+    json_int(w, search_units(rr->n_scored));
+    json_object_close(w);
+    truncated_documents(w, resp);
+}
+
+/* Cohere v1, Jina, vLLM: {id, model, results, meta, usage}; the id is the
+ * call's request id. */
+static void cohere_v1(json_writer *w, const call *c, const http_rerank *h, const rerank_request *rr,
+                      const rerank_ranked *order, size_t shown,
+                      const Lmscore__V1__ScoreResponse *resp)
 {
     json_object_open(w);
+    json_key(w, "id");
+    json_string(w, call_request_id(c));
     http_call_model(w, h->svc);
     json_key(w, "results");
     json_array_open(w);
     for (size_t k = 0; k < shown; k++) {
         ranked_result(w, &order[k]);
-        if (rr->return_documents) document_text(w, "document", rr->documents[order[k].index], true);
+        if (rr->return_documents) {
+            size_t i = order[k].index;
+            if (rr->objects && rr->objects[i]) {
+                json_key(w, "document"); /* as it came, as Cohere answers it */
+                json_raw(w, rr->objects[i], strlen(rr->objects[i]));
+            } else {
+                document_text(w, "document", rr->documents[i], true);
+            }
+        }
         json_object_close(w);
     }
     json_array_close(w);
+    cohere_meta_open(w, "1", rr, resp);
+    json_object_close(w);
     http_call_usage(w, resp->usage);
     json_object_close(w);
 }
 
 /* Cohere v2: {id, results, meta}; the id is the call's request id. */
-static void cohere_v2(json_writer *w, const call *c, const ranked *order, size_t shown,
+static void cohere_v2(json_writer *w, const call *c, const rerank_request *rr,
+                      const rerank_ranked *order, size_t shown,
                       const Lmscore__V1__ScoreResponse *resp)
 {
     json_object_open(w);
@@ -140,13 +176,7 @@ static void cohere_v2(json_writer *w, const call *c, const ranked *order, size_t
         json_object_close(w);
     }
     json_array_close(w);
-    json_key(w, "meta");
-    json_object_open(w);
-    json_key(w, "api_version");
-    json_object_open(w);
-    json_key(w, "version");
-    json_string(w, "2");
-    json_object_close(w);
+    cohere_meta_open(w, "2", rr, resp);
     json_key(w, "tokens");
     json_object_open(w);
     json_key(w, "input_tokens");
@@ -158,8 +188,9 @@ static void cohere_v2(json_writer *w, const call *c, const ranked *order, size_t
     json_object_close(w);
 }
 
-/* TEI: [{index, score, text}], every text. */
-static void tei(json_writer *w, const rerank_request *rr, const ranked *order, size_t n,
+/* TEI: [{index, score, text}], every text; a text cut to its budget also
+ * says tokens_kept and tokens_dropped. */
+static void tei(json_writer *w, const rerank_request *rr, const rerank_ranked *order, size_t n,
                 const Lmscore__V1__ScoreResponse *resp)
 {
     json_array_open(w);
@@ -168,8 +199,16 @@ static void tei(json_writer *w, const rerank_request *rr, const ranked *order, s
         json_key(w, "index");
         json_int(w, (int64_t)order[k].index);
         json_key(w, "score");
-        json_float(w, rr->raw_scores ? log_odds(resp->items[order[k].index]) : order[k].relevance);
+        json_float(w, rr->raw_scores ? rerank_log_odds(resp->items[order[k].index])
+                                     : order[k].relevance);
         if (rr->return_documents) document_text(w, "text", rr->documents[order[k].index], false);
+        const Lmscore__V1__ItemScores *it = resp->items[order[k].index];
+        if (it->tokens_dropped > 0) {
+            json_key(w, "tokens_kept");
+            json_int(w, it->tokens_kept);
+            json_key(w, "tokens_dropped");
+            json_int(w, it->tokens_dropped);
+        }
         json_object_close(w);
     }
     json_array_close(w);
@@ -181,21 +220,18 @@ static void render(call *c, const ProtobufCMessage *reply, json_writer *w)
     const rerank_request *rr = call_state(c);
     const Lmscore__V1__ScoreResponse *resp = (const Lmscore__V1__ScoreResponse *)reply;
     size_t n = resp->n_items;
-    ranked *order = malloc((n ? n : 1) * sizeof *order);
+    rerank_ranked *order = rerank_order(resp);
     if (!order) {
         w->failed = true;
         return;
     }
-    for (size_t i = 0; i < n; i++)
-        order[i] = (ranked){.relevance = resp->items[i]->scores[0], .index = i};
-    qsort(order, n, sizeof *order, by_relevance);
-    size_t shown = rr->top_n > 0 && (size_t)rr->top_n < n ? (size_t)rr->top_n : n;
+    size_t shown = rerank_shown(rr->top_n, n);
     switch (h->dialect) {
     case RERANK_COHERE:
-        cohere_v1(w, h, rr, order, shown, resp);
+        cohere_v1(w, c, h, rr, order, shown, resp);
         break;
     case RERANK_COHERE_V2:
-        cohere_v2(w, c, order, shown, resp);
+        cohere_v2(w, c, rr, order, shown, resp);
         break;
     case RERANK_TEI:
         tei(w, rr, order, n, resp);
@@ -204,42 +240,14 @@ static void render(call *c, const ProtobufCMessage *reply, json_writer *w)
     free(order);
 }
 
-/* dst = src with every "items" made documents (cut to size). */
-static void rename_items(char *dst, size_t size, const char *src, const char *documents)
-{
-    size_t n = 0;
-    while (*src && n + 1 < size) {
-        if (strncmp(src, "items", 5) == 0) {
-            n += (size_t)snprintf(dst + n, size - n, "%s", documents);
-            if (n >= size) n = size - 1;
-            src += 5;
-        } else {
-            dst[n++] = *src++;
-        }
-    }
-    dst[n] = '\0';
-}
-
-/* The shared path calls the documents "items" (in the field and in the
- * message, e.g. "query + items[3] is 9000 tokens"): the client sent
- * documents (TEI: texts). */
-static void name_as(rpc_status *st, const char *documents)
-{
-    char field[sizeof st->field], message[sizeof st->message];
-    rename_items(field, sizeof field, st->field, documents);
-    rename_items(message, sizeof message, st->message, documents);
-    memcpy(st->field, field, sizeof field);
-    memcpy(st->message, message, sizeof message);
-}
-
 static void name_documents(rpc_status *st)
 {
-    name_as(st, "documents");
+    rerank_name_items(st, "documents");
 }
 
 static void name_texts(rpc_status *st)
 {
-    name_as(st, "texts");
+    rerank_name_items(st, "texts");
 }
 
 void http_rerank_init(http_rerank *h, service *svc, const rerank_profile *profile,

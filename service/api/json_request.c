@@ -211,7 +211,23 @@ enum {
     SEEN_RAW_SCORES = 4096,
     SEEN_TRUNCATE = 8192,
     SEEN_MAX_TOKENS = 16384,
+    SEEN_TRUNCATE_PROMPT = 32768,
+    SEEN_DIRECTION = 65536,
+    SEEN_RANK_FIELDS = 131072,
 };
+
+/* vLLM's truncate_prompt_tokens: the most tokens of a sequence, -1 for the
+ * server's limit; the item (document) is cut, keeping its start. */
+static bool read_truncate_prompt(reading *x, const char *key, Lmscore__V1__Truncation *t)
+{
+    int64_t v;
+    if (!json_read_int(&x->r, key, -1, INT32_MAX, &v)) return false;
+    if (v == 0)
+        return json_fail(&x->r, "malformed_request", key,
+                         "-1 (the server's limit) or a positive token count");
+    t->max_sequence_tokens = v < 0 ? 0 : (int32_t)v;
+    return true;
+}
 
 /* A required member the body left out (or null), once the body has been
  * read to its end (a body that is not JSON says so first). */
@@ -248,6 +264,12 @@ static bool read_score_member(reading *x, const char *key, unsigned *seen,
     if (strcmp(key, "algorithm") == 0)
         return first_time(x, seen, SEEN_ALGORITHM, key) && read_algorithm(x, &req->algorithm);
     if (strcmp(key, "model") == 0) return read_model(x, seen, model);
+    if (strcmp(key, "truncate_prompt_tokens") == 0) {
+        if (!first_time(x, seen, SEEN_TRUNCATE_PROMPT, key)) return false;
+        if (!(req->truncation = take(x, sizeof *req->truncation))) return false;
+        lmscore__v1__truncation__init(req->truncation);
+        return read_truncate_prompt(x, key, req->truncation);
+    }
     return json_skip(&x->r);
 }
 
@@ -282,29 +304,80 @@ lms_status json_score_request(const char *body, size_t len, decode_budget *budge
     return st;
 }
 
-/* Cohere's {"text": ...}; the document's other members are the client's. */
+/* Most rank_fields: Cohere's documents carry a handful of members. */
+#define MAX_RANK_FIELDS 16
+
+/* The text scored of a Cohere v1 document object (its JSON, len bytes):
+ * its "text" member, required, without rank_fields; with them, the named
+ * members it has, as "name: value" lines in rank_fields' order (Cohere's
+ * join), at least one of them. The document's other members are the
+ * client's. */
+static char *object_text(reading *x, const char *json, size_t len, const char *field,
+                         char *const *fields, size_t n_fields)
+{
+    static char *const text_only[] = {"text"};
+    bool named = n_fields > 0;
+    if (!named) fields = text_only, n_fields = 1;
+    reading y = {.budget = x->budget};
+    json_reader_init(&y.r, json, len);
+    char *value[MAX_RANK_FIELDS] = {0};
+    char member[JSON_KEY_MAX + 96], key[JSON_KEY_MAX];
+    json_object_begin(&y.r, field);
+    while (json_object_next(&y.r, key)) {
+        size_t j = 0;
+        while (j < n_fields && strcmp(key, fields[j]) != 0)
+            j++;
+        snprintf(member, sizeof member, "%s.%s", field, key);
+        if (j == n_fields)
+            json_skip(&y.r);
+        else if (value[j])
+            json_fail(&y.r, "malformed_request", member, "the member appears twice");
+        else
+            value[j] = read_text(&y, member);
+    }
+    size_t n = 0, present = 0;
+    for (size_t j = 0; j < n_fields; j++)
+        if (value[j]) n += strlen(fields[j]) + 2 + strlen(value[j]) + 1, present++;
+    snprintf(member, sizeof member, "%s.%s", field, fields[0]);
+    if (!present && !json_failed(&y.r))
+        json_fail(&y.r, "missing_field", member,
+                  named ? "missing, and required (none of rank_fields is there)"
+                        : "missing, and required");
+    char *text = NULL;
+    if (!json_failed(&y.r) && !named) {
+        text = value[0];
+        value[0] = NULL;
+    } else if (!json_failed(&y.r) && (text = take(&y, n + 1))) {
+        size_t at = 0;
+        for (size_t j = 0; j < n_fields; j++)
+            if (value[j])
+                at += (size_t)sprintf(text + at, "%s%s: %s", at ? "\n" : "", fields[j], value[j]);
+    }
+    for (size_t j = 0; j < n_fields; j++)
+        free(value[j]);
+    if (json_failed(&y.r) && !json_failed(&x->r)) {
+        x->r.err = y.r.err;
+        x->out_of_memory = y.out_of_memory;
+    }
+    return json_failed(&x->r) ? NULL : text;
+}
+
+/* A document object's JSON as sent, kept for the answer: its text is read
+ * once the whole body is (rank_fields may come after the documents). */
 static char *read_document_object(reading *x, const char *field)
 {
-    char text_field[JSON_KEY_MAX + 32], key[JSON_KEY_MAX];
-    snprintf(text_field, sizeof text_field, "%s.text", field);
-    char *text = NULL;
-    json_object_begin(&x->r, field);
-    while (json_object_next(&x->r, key)) {
-        if (strcmp(key, "text") != 0) {
-            json_skip(&x->r);
-        } else if (text) {
-            json_fail(&x->r, "malformed_request", text_field, "the member appears twice");
-        } else {
-            text = read_text(x, text_field);
-        }
-    }
-    if (!text && !json_failed(&x->r))
-        json_fail(&x->r, "missing_field", text_field, "missing, and required");
-    if (json_failed(&x->r)) {
-        free(text);
+    if (json_peek(&x->r) != JSON_OBJECT) return NULL;
+    const char *start = x->r.at;
+    if (!json_skip(&x->r)) {
+        json_name_field(&x->r, "%s", field);
         return NULL;
     }
-    return text;
+    size_t len = (size_t)(x->r.at - start);
+    char *json = take(x, len + 1);
+    if (!json) return NULL;
+    memcpy(json, start, len);
+    json[len] = '\0';
+    return json;
 }
 
 /* The documents (TEI: texts): strings, or (Cohere v1) {"text": ...}
@@ -313,13 +386,26 @@ static bool read_documents(reading *x, rerank_dialect dialect, const char *key, 
 {
     if (!json_array_begin(&x->r, key)) return false;
     bool objects = dialect == RERANK_COHERE;
-    size_t cap = 0;
+    size_t cap = 0, cap_objects = 0;
     while (json_array_next(&x->r)) {
         char field[JSON_KEY_MAX + 24];
         snprintf(field, sizeof field, "%s[%zu]", key, out->n_documents);
-        if (!grow(x, (void **)&out->documents, out->n_documents, &cap, sizeof *out->documents))
-            return false;
+        size_t n = out->n_documents;
+        if (!grow(x, (void **)&out->documents, n, &cap, sizeof *out->documents)) return false;
+        /* objects, once there is one, as many as documents (NULL: a string) */
         json_kind t = json_peek(&x->r);
+        if (objects && (t == JSON_OBJECT || out->objects) && cap_objects < cap) {
+            char **grown =
+                decode_budget_realloc(x->budget, out->objects, cap_objects * sizeof *out->objects,
+                                      cap * sizeof *out->objects);
+            if (!grown) {
+                x->out_of_memory = !x->budget->exceeded;
+                return json_fail(&x->r, "message_too_large", NULL, "over the decoding budget");
+            }
+            memset(grown + cap_objects, 0, (cap - cap_objects) * sizeof *grown);
+            out->objects = grown;
+            cap_objects = cap;
+        }
         char *text = t == JSON_OBJECT && objects ? read_document_object(x, field)
                      : t == JSON_STRING          ? read_text(x, field)
                                                  : NULL;
@@ -330,22 +416,47 @@ static bool read_documents(reading *x, rerank_dialect dialect, const char *key, 
                                   : "expected a string");
             return false;
         }
-        out->documents[out->n_documents++] = text;
+        if (t == JSON_OBJECT) {
+            out->objects[n] = text; /* its text is read at the end, with rank_fields */
+            text = NULL;
+        }
+        out->documents[n] = text;
+        out->n_documents = n + 1;
     }
     return !json_failed(&x->r);
 }
 
-/* TEI's truncate: false is what lmscore does (a document too long is
- * refused); true would cut documents, which it does not. */
-static bool read_truncate(reading *x, const char *key)
+/* The texts of the document objects, now that rank_fields is known. */
+static bool resolve_objects(reading *x, rerank_request *out)
 {
-    bool truncate;
-    if (!json_read_bool(&x->r, key, &truncate)) return false;
-    if (truncate)
-        return json_fail(&x->r, "truncation_unsupported", key,
-                         "%s: lmscore does not truncate; a text too long for "
-                         "--max-sequence-tokens is refused (sequence_too_long)",
-                         key);
+    for (size_t i = 0; out->objects && i < out->n_documents && !json_failed(&x->r); i++) {
+        if (!out->objects[i]) continue;
+        char field[JSON_KEY_MAX + 24];
+        snprintf(field, sizeof field, "documents[%zu]", i);
+        out->documents[i] = object_text(x, out->objects[i], strlen(out->objects[i]), field,
+                                        out->rank_fields, out->n_rank_fields);
+    }
+    return !json_failed(&x->r);
+}
+
+/* TEI's truncation_direction: its enum's names, as serde reads them. */
+static bool read_direction(reading *x, const char *key, Lmscore__V1__TruncationSide *side)
+{
+    char name[16] = "";
+    size_t bound;
+    json_kind kind = json_peek(&x->r);
+    if (kind == JSON_INVALID) return false;
+    if (kind != JSON_STRING)
+        return json_fail(&x->r, "invalid_truncation_direction", key, "\"Left\" or \"Right\"");
+    if (!json_string_bound(&x->r, key, &bound)) return false;
+    if (!json_read_string(&x->r, key, bound <= sizeof name ? name : NULL, NULL)) return false;
+    if (strcmp(name, "Left") == 0)
+        *side = LMSCORE__V1__TRUNCATION_SIDE__TRUNCATION_SIDE_LEFT;
+    else if (strcmp(name, "Right") == 0)
+        *side = LMSCORE__V1__TRUNCATION_SIDE__TRUNCATION_SIDE_RIGHT;
+    else
+        return json_fail(&x->r, "invalid_truncation_direction", key,
+                         "\"%.15s\": \"Left\" or \"Right\"", name);
     return true;
 }
 
@@ -366,12 +477,35 @@ static bool read_rerank_member(reading *x, rerank_dialect dialect, const char *k
     if (tei && strcmp(key, "raw_scores") == 0)
         return first_time(x, seen, SEEN_RAW_SCORES, key) &&
                json_read_bool(&x->r, key, &out->raw_scores);
-    if (tei && strcmp(key, "truncate") == 0)
-        return first_time(x, seen, SEEN_TRUNCATE, key) && read_truncate(x, key);
+    if (tei && strcmp(key, "truncate") == 0) {
+        out->truncation_said = true;
+        return first_time(x, seen, SEEN_TRUNCATE, key) &&
+               json_read_bool(&x->r, key, &out->truncate);
+    }
+    if (tei && strcmp(key, "truncation_direction") == 0)
+        return first_time(x, seen, SEEN_DIRECTION, key) &&
+               read_direction(x, key, &out->truncation.side);
     if (dialect == RERANK_COHERE_V2 && strcmp(key, "max_tokens_per_doc") == 0) {
-        int64_t ignored;
-        return first_time(x, seen, SEEN_MAX_TOKENS, key) &&
-               json_read_int(&x->r, key, 1, INT32_MAX, &ignored);
+        int64_t v;
+        if (!first_time(x, seen, SEEN_MAX_TOKENS, key) ||
+            !json_read_int(&x->r, key, 1, INT32_MAX, &v))
+            return false;
+        out->truncation.max_item_tokens = (int32_t)v;
+        return true;
+    }
+    if (dialect == RERANK_COHERE && strcmp(key, "truncate_prompt_tokens") == 0) {
+        out->truncation_said = out->truncate = true;
+        return first_time(x, seen, SEEN_TRUNCATE_PROMPT, key) &&
+               read_truncate_prompt(x, key, &out->truncation);
+    }
+    if (dialect == RERANK_COHERE && strcmp(key, "rank_fields") == 0) {
+        if (!first_time(x, seen, SEEN_RANK_FIELDS, key) ||
+            !read_texts(x, key, &out->rank_fields, &out->n_rank_fields))
+            return false;
+        if (out->n_rank_fields > MAX_RANK_FIELDS)
+            return json_fail(&x->r, "malformed_request", key, "more than %d fields",
+                             MAX_RANK_FIELDS);
+        return true;
     }
     if (!tei && strcmp(key, "model") == 0) return read_model(x, seen, model);
     return json_skip(&x->r);
@@ -385,6 +519,12 @@ lms_status json_rerank_request(rerank_dialect dialect, const char *body, size_t 
     json_reader_init(&x.r, body, len);
     memset(out, 0, sizeof *out);
     out->return_documents = dialect == RERANK_COHERE;
+    lmscore__v1__truncation__init(&out->truncation);
+    if (dialect == RERANK_COHERE_V2) {
+        /* Cohere cuts every document to max_tokens_per_doc */
+        out->truncation_said = out->truncate = true;
+        out->truncation.max_item_tokens = RERANK_MAX_TOKENS_PER_DOC;
+    }
     *model = NULL;
     unsigned seen = 0;
     char key[JSON_KEY_MAX];
@@ -396,6 +536,7 @@ lms_status json_rerank_request(rerank_dialect dialect, const char *body, size_t 
     }
     require(&x, seen, SEEN_QUERY, "query");
     require(&x, seen, SEEN_DOCUMENTS, dialect == RERANK_TEI ? "texts" : "documents");
+    if (!json_failed(&x.r)) resolve_objects(&x, out);
     lms_status st = finish(&x, budget, err);
     if (st != LMS_OK) {
         rerank_request_free(out);
@@ -407,16 +548,22 @@ lms_status json_rerank_request(rerank_dialect dialect, const char *body, size_t 
 
 void rerank_request_drop_documents(rerank_request *r)
 {
-    for (size_t i = 0; i < r->n_documents; i++)
+    for (size_t i = 0; i < r->n_documents; i++) {
         free(r->documents[i]);
+        if (r->objects) free(r->objects[i]);
+    }
     free(r->documents);
-    r->documents = NULL;
+    free(r->objects);
+    r->documents = r->objects = NULL;
     r->n_documents = 0;
 }
 
 void rerank_request_free(rerank_request *r)
 {
     rerank_request_drop_documents(r);
+    for (size_t i = 0; i < r->n_rank_fields; i++)
+        free(r->rank_fields[i]);
+    free(r->rank_fields);
     free(r->query);
     memset(r, 0, sizeof *r);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "json_reader.h"
+#include "log.h"
 #include "read_file.h"
 
 #define FLAG              "rerank-profile"
@@ -172,6 +173,24 @@ lms_status rerank_profile_bind(rerank_profile *p, const lms_engine *e, lms_error
     return st;
 }
 
+lms_status rerank_profile_bind_serving(rerank_profile *p, const lms_engine *e, bool asked,
+                                       lms_error *err)
+{
+    lms_error why = {0};
+    if (rerank_profile_bind(p, e, &why) == LMS_OK) return LMS_OK;
+    if (asked) {
+        if (err) *err = why;
+        return why.status;
+    }
+    log_record r;
+    log_begin(&r, LOG_WARNING,
+              "the default rerank profile does not fit the model: the rerank paths "
+              "answer why (choose one with --rerank-profile)");
+    log_str(&r, "error", why.msg);
+    log_end(&r);
+    return LMS_OK;
+}
+
 /* a ++ b ++ c, allocated within the budget; NULL past it. */
 static char *join(decode_budget *b, const char *x, const char *y, const char *z)
 {
@@ -198,19 +217,30 @@ static Lmscore__V1__Input *text_input(decode_budget *b, const char *x, const cha
 }
 
 lms_status rerank_profile_request(const rerank_profile *p, const char *query, char *const *docs,
-                                  size_t n_docs, decode_budget *budget,
-                                  Lmscore__V1__ScoreRequest **out, lms_error *err)
+                                  size_t n_docs, const Lmscore__V1__Truncation *truncation,
+                                  decode_budget *budget, Lmscore__V1__ScoreRequest **out,
+                                  lms_error *err)
 {
     Lmscore__V1__ScoreRequest *req = decode_budget_alloc(budget, sizeof *req);
     if (req) {
         lmscore__v1__score_request__init(req);
         req->query = text_input(budget, p->head, query, p->middle);
+        req->item_suffix = text_input(budget, p->tail, "", "");
         req->items = decode_budget_alloc(budget, (n_docs ? n_docs : 1) * sizeof *req->items);
         req->label_token_ids = decode_budget_alloc(budget, p->n_labels * sizeof(int32_t));
+        if (truncation &&
+            (req->truncation = decode_budget_alloc(budget, sizeof *req->truncation))) {
+            /* the fields alone: a decoded message's unknown fields stay its own */
+            lmscore__v1__truncation__init(req->truncation);
+            req->truncation->max_item_tokens = truncation->max_item_tokens;
+            req->truncation->max_sequence_tokens = truncation->max_sequence_tokens;
+            req->truncation->side = truncation->side;
+        }
     }
-    bool ok = req && req->query && req->items && req->label_token_ids;
+    bool ok = req && req->query && req->item_suffix && req->items && req->label_token_ids &&
+              (!truncation || req->truncation);
     for (size_t i = 0; ok && i < n_docs; i++)
-        if ((ok = (req->items[i] = text_input(budget, p->lead, docs[i], p->tail)) != NULL))
+        if ((ok = (req->items[i] = text_input(budget, p->lead, docs[i], "")) != NULL))
             req->n_items = i + 1;
     if (!ok) {
         if (req) protobuf_c_message_free_unpacked(&req->base, NULL);

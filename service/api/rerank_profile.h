@@ -18,7 +18,10 @@
  * or a JSON file {"template": "...{query}...{document}...", "labels":
  * ["yes", "no"]}. A request becomes a ScoreRequest whose query is the
  * template up to {document} (so the prefix cache holds it for every
- * document) and whose items are the documents with the rest.
+ * document), whose items are the documents (with the spaces before
+ * {document}) and whose item_suffix is the rest: a document cut to its
+ * budget loses its own tokens, never the template's tail where the label
+ * is read.
  */
 #ifndef LMSCORED_RERANK_PROFILE_H
 #define LMSCORED_RERANK_PROFILE_H
@@ -60,10 +63,19 @@ void rerank_profile_free(rerank_profile *p);
  * p->unbound for the requests to answer). */
 lms_status rerank_profile_bind(rerank_profile *p, const lms_engine *e, lms_error *err);
 
-/* The ScoreRequest that scores docs[0..n) against query (allocated within
- * budget; freed with protobuf_c_message_free_unpacked). */
+/* rerank_profile_bind as the daemon does it once the model is loaded: a
+ * profile that does not fit fails when it was asked for (asked: the
+ * --rerank-profile flag was given); the default one only makes the rerank
+ * calls answer why (logged here as a warning). */
+lms_status rerank_profile_bind_serving(rerank_profile *p, const lms_engine *e, bool asked,
+                                       lms_error *err);
+
+/* The ScoreRequest that scores docs[0..n) against query, cut as truncation
+ * says (NULL: never; copied) (allocated within budget; freed with
+ * protobuf_c_message_free_unpacked). */
 lms_status rerank_profile_request(const rerank_profile *p, const char *query, char *const *docs,
-                                  size_t n_docs, decode_budget *budget,
-                                  Lmscore__V1__ScoreRequest **out, lms_error *err);
+                                  size_t n_docs, const Lmscore__V1__Truncation *truncation,
+                                  decode_budget *budget, Lmscore__V1__ScoreRequest **out,
+                                  lms_error *err);
 
 #endif

@@ -23,7 +23,8 @@ typedef enum {
     OPT_KV_DTYPE,
     OPT_ISA,
     OPT_FORMAT,
-    OPT_LEVEL
+    OPT_LEVEL,
+    OPT_SWITCH /* on|off into a bool */
 } opt_kind;
 
 typedef struct {
@@ -72,11 +73,24 @@ static const option_spec options[] = {
      "an HTTP request body must arrive at this many bytes a second on average, after a grace "
      "of --http-header-timeout; a slower one's connection is closed (default 16K)",
      OPT_BYTES, AT(http_body_min_rate), 1, INT32_MAX},
+    {"http-cors-allow-origin", "LMSCORE_HTTP_CORS_ALLOW_ORIGIN", "ORIGIN[,ORIGIN...]",
+     "answer browser pages from these origins (e.g. https://app.example.com, exactly as the "
+     "Origin header says them; * for any) with CORS headers, and their preflight OPTIONS "
+     "requests (default: none, no CORS)",
+     OPT_PATH, AT(http_cors_allow_origin), 0, 0},
     {"rerank-profile", "LMSCORE_RERANK_PROFILE", "NAME|FILE",
-     "how POST /v1/rerank scores a document: yes-no, qwen3-reranker, or a JSON file "
+     "how a rerank call (gRPC Rerank, POST /v1/rerank, /v2/rerank, /rerank) scores a document: "
+     "yes-no, qwen3-reranker, or a JSON file "
      "{\"template\": \"...{query}...{document}...\", \"labels\": [\"yes\", \"no\"]} "
      "(default yes-no; see docs/api.md)",
      OPT_PATH, AT(rerank_profile), 0, 0},
+    {"truncate-documents", "LMSCORE_TRUNCATE_DOCUMENTS", "on|off",
+     "on: a rerank document (gRPC Rerank, POST /v1/rerank, /rerank) longer than its prompt's "
+     "room is cut inside its own tokens, keeping the template's tail, when the request does "
+     "not say (TEI's truncate, vLLM's truncate_prompt_tokens); off: it is refused, "
+     "sequence_too_long. /v2/rerank always cuts to max_tokens_per_doc, as Cohere; /v1/score "
+     "only when asked (default off)",
+     OPT_SWITCH, AT(truncate_documents), 0, 0},
     {"served-model-name", "LMSCORE_SERVED_MODEL_NAME", "NAME[,NAME...]",
      "the names a request's \"model\" may carry on the HTTP API (as vLLM's flag), the first "
      "one answered in \"model\" and listed first by GET /v1/models (default: the model file's "
@@ -319,6 +333,12 @@ static lms_status set_option(lmscored_config *cfg, const option_spec *o, const c
         if (!log_parse_level(value, (int *)base))
             return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", o->flag,
                             "%s --%s: unknown log level '%s'", source, o->flag, value);
+        return LMS_OK;
+    case OPT_SWITCH:
+        if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0)
+            return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", o->flag,
+                            "%s --%s: '%s' is not on or off", source, o->flag, value);
+        *(bool *)base = strcmp(value, "on") == 0;
         return LMS_OK;
     }
     return lms_fail(err, LMS_ERR_INTERNAL, NULL, o->flag, "unhandled option kind");

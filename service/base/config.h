@@ -21,7 +21,11 @@ typedef struct {
     int http_max_connections_per_peer;
     int64_t http_header_timeout_ms;
     int64_t http_body_min_rate; /* bytes a second */
-    char rerank_profile[4096];  /* empty: the default */
+    /* ORIGIN[,ORIGIN...] or "*": the browser origins the HTTP API answers
+     * with CORS headers; empty: none (no CORS) */
+    char http_cors_allow_origin[1024];
+    char rerank_profile[4096]; /* empty: the default */
+    bool truncate_documents;   /* rerank documents cut when the request does not say */
     /* NAME[,NAME...]: the names the HTTP API's "model" may carry, the first
      * one answered; empty: the model file's name */
     char served_model_names[1024];

@@ -41,6 +41,7 @@ static _Atomic int64_t errors_by_reason[METRICS_MAX_REASONS][METRICS_N_CODES];
 static _Atomic int64_t errors_other_reason[METRICS_N_CODES];
 
 static _Atomic int64_t prompt_tokens, computed_tokens, cached_tokens;
+static _Atomic int64_t truncated_items, truncated_tokens;
 static _Atomic int64_t engine_calls_by_algorithm[METRICS_N_ALGORITHMS];
 static _Atomic int64_t rejections[METRICS_N_REJECTIONS];
 static _Atomic int64_t model_load_ns;
@@ -137,6 +138,12 @@ void metrics_scored(const lms_score_result *res)
                                   memory_order_relaxed);
 }
 
+void metrics_truncated(int64_t items, int64_t tokens_dropped)
+{
+    atomic_fetch_add_explicit(&truncated_items, items, memory_order_relaxed);
+    atomic_fetch_add_explicit(&truncated_tokens, tokens_dropped, memory_order_relaxed);
+}
+
 void metrics_observe(int method, metrics_time which, int64_t ns)
 {
     if (method < 0 || method > n_methods) method = n_methods;
@@ -220,6 +227,8 @@ void metrics_detail_get(metrics_detail *out)
     out->prompt_tokens = atomic_load(&prompt_tokens);
     out->computed_tokens = atomic_load(&computed_tokens);
     out->cached_tokens = atomic_load(&cached_tokens);
+    out->truncated_items = atomic_load(&truncated_items);
+    out->truncated_tokens = atomic_load(&truncated_tokens);
     for (int a = 0; a < METRICS_N_ALGORITHMS; a++)
         out->engine_calls_by_algorithm[a] = atomic_load(&engine_calls_by_algorithm[a]);
     for (int r = 0; r < METRICS_N_REJECTIONS; r++)

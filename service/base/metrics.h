@@ -16,7 +16,7 @@
 #include "lmscore.h"
 
 #define METRICS_N_CODES      17 /* gRPC status codes 0..16 */
-#define METRICS_MAX_METHODS  16 /* served methods; one more slot counts unknown ones */
+#define METRICS_MAX_METHODS  24 /* served methods; one more slot counts unknown ones */
 #define METRICS_MAX_REASONS  64 /* distinct error reasons kept; later ones count as "other" */
 #define METRICS_REASON_SIZE  48
 #define METRICS_N_BUCKETS    16 /* latency histogram bounds, +Inf not included */
@@ -63,6 +63,7 @@ typedef struct {
     int64_t errors_by_reason[METRICS_MAX_REASONS][METRICS_N_CODES];
     int64_t errors_other_reason[METRICS_N_CODES];
     int64_t prompt_tokens, computed_tokens, cached_tokens;
+    int64_t truncated_items, truncated_tokens; /* items cut, and their tokens dropped */
     int64_t engine_calls_by_algorithm[METRICS_N_ALGORITHMS]; /* index: lms_algorithm */
     int64_t rejections[METRICS_N_REJECTIONS];
     double model_load_seconds; /* 0 until the model is loaded */
@@ -86,6 +87,9 @@ void metrics_call_finished(int method, grpc_status_code code, const char *reason
                            int64_t duration_ns);
 /* An engine call that scored res (items, usage, algorithm). */
 void metrics_scored(const lms_score_result *res);
+/* Items cut to their budget (ScoreRequest.truncation) and the tokens they
+ * dropped. */
+void metrics_truncated(int64_t items, int64_t tokens_dropped);
 /* One observation of a latency of the method: a call's whole time is
  * observed by metrics_call_finished, a job's wait in the queue by the worker
  * pool, an engine call's time where it scored. */

@@ -32,6 +32,9 @@ typedef struct {
     bool with_logprobs;
     int64_t index_base; /* index of the first item of this engine call */
     score_chunk_view view;
+    /* With truncation: the engine call's items' tokens kept and dropped
+     * (score_items'), else NULL. */
+    const int32_t *kept, *dropped;
     uint8_t *streamed; /* [n_items]: already sent by on_items */
     int32_t n_labels;
     int64_t sending_ns; /* spent in on_items, sending (waiting for the client) */
@@ -45,11 +48,24 @@ static int hook_should_stop(void *ctx)
     return call_should_stop(run->c);
 }
 
+/* Says, on each item of v (the engine call's items first.. onwards) that
+ * was cut, what the cut kept and dropped. */
+static void note_cuts(const engine_run *run, score_chunk_view *v, int32_t first, int32_t n)
+{
+    if (!run->dropped) return;
+    for (int32_t k = 0; k < n; k++)
+        if (run->dropped[first + k] > 0) {
+            v->items[k].tokens_kept = run->kept[first + k];
+            v->items[k].tokens_dropped = run->dropped[first + k];
+        }
+}
+
 static bool send_chunk(engine_run *run, int32_t first, int32_t n, const float *scores,
                        const float *logprobs)
 {
     score_chunk_view_fill(&run->view, run->index_base + first, n, run->n_labels, scores, logprobs,
                           run->with_logprobs);
+    note_cuts(run, &run->view, first, n);
     Lmscore__V1__ScoreStreamResponse msg = LMSCORE__V1__SCORE_STREAM_RESPONSE__INIT;
     msg.kind_case = LMSCORE__V1__SCORE_STREAM_RESPONSE__KIND_CHUNK;
     msg.chunk = &run->view.chunk;
@@ -211,7 +227,9 @@ bool score_call_chunk(lms_engine *engine, lms_score_session *session, call *c,
     engine_run run = {.c = c,
                       .stream = true,
                       .with_logprobs = h->return_logprobs,
-                      .index_base = index_base + first};
+                      .index_base = index_base + first,
+                      .kept = items->kept ? items->kept + first : NULL,
+                      .dropped = items->dropped ? items->dropped + first : NULL};
     lms_score_result res;
     bool ok = run_engine(engine, session, &run, &req, &res, st);
     t->timing.engine_ns += run.engine_ns;
@@ -232,8 +250,10 @@ lms_status score_call_session_begin(lms_engine *engine, call *c, const lms_score
 /* ---- Score and ScoreStream, and the HTTP calls that score ------------------ */
 
 typedef struct {
-    service_job base;   /* request: a ScoreRequest */
-    service_gate *gate; /* a ScoreStream's; NULL for Score */
+    service_job base;                    /* request: a ScoreRequest */
+    service_gate *gate;                  /* a ScoreStream's; NULL for Score */
+    score_reply_fn reply;                /* NULL: the ScoreResponse is the answer */
+    void (*name_fields)(rpc_status *st); /* optional */
     bool prepared;
     score_header header;
     score_items items;
@@ -242,11 +262,21 @@ typedef struct {
 } score_job;
 
 /* Score's answer: every item at once. */
+/* Ends the job's call with st, in the call's own terms. */
+static void score_job_fail(score_job *job, rpc_status *st)
+{
+    if (job->name_fields) job->name_fields(st);
+    service_job_finish(&job->base, st);
+}
+
 static void score_unary(score_job *job, score_timing *timing)
 {
     service_job *base = &job->base;
     lms_score_request req = score_request_with_items(&job->header, &job->items);
-    engine_run run = {.c = base->c, .with_logprobs = job->header.return_logprobs};
+    engine_run run = {.c = base->c,
+                      .with_logprobs = job->header.return_logprobs,
+                      .kept = job->items.kept,
+                      .dropped = job->items.dropped};
     lms_score_result res = {0};
     rpc_status st;
     if (run_engine(base->engine, NULL, &run, &req, &res, &st)) {
@@ -257,10 +287,14 @@ static void score_unary(score_job *job, score_timing *timing)
         Lmscore__V1__ScoreResponse resp;
         score_response_fill(&resp, &usage, &run.view, &res, job->header.request.label_ids,
                             job->header.return_logprobs);
+        note_cuts(&run, &run.view, 0, res.n_items);
         resp.timing = &timing_view.msg;
-        service_job_reply(base, &resp.base);
+        if (job->reply)
+            job->reply(base, &resp);
+        else
+            service_job_reply(base, &resp.base);
     } else {
-        service_job_finish(base, &st);
+        score_job_fail(job, &st);
     }
     engine_run_free(&run, &res);
 }
@@ -293,7 +327,7 @@ static service_job_step score_job_run(service_job *base)
         if (prepared != LMS_OK) {
             rpc_status st;
             rpc_status_from_error(&st, &err);
-            service_job_finish(base, &st);
+            score_job_fail(job, &st);
             return SERVICE_JOB_DONE;
         }
         job->prepared = true;
@@ -315,13 +349,28 @@ static service_job_step score_job_run(service_job *base)
     return SERVICE_JOB_DONE;
 }
 
-void score_call_submit(service *svc, call *c, lms_engine *engine, Lmscore__V1__ScoreRequest *req,
-                       service_gate *gate)
+static void submit(service *svc, call *c, lms_engine *engine, Lmscore__V1__ScoreRequest *req,
+                   service_gate *gate, score_reply_fn reply, void (*name_fields)(rpc_status *))
 {
     score_job *job = service_job_new(sizeof *job, c, engine, &req->base, score_job_run);
     if (!job) return;
     job->base.dispose = score_job_dispose;
     job->gate = gate;
+    job->reply = reply;
+    job->name_fields = name_fields;
     score_totals_init(&job->totals);
     service_job_submit(svc, &job->base);
+}
+
+void score_call_submit(service *svc, call *c, lms_engine *engine, Lmscore__V1__ScoreRequest *req,
+                       service_gate *gate)
+{
+    submit(svc, c, engine, req, gate, NULL, NULL);
+}
+
+void score_call_submit_unary(service *svc, call *c, lms_engine *engine,
+                             Lmscore__V1__ScoreRequest *req, score_reply_fn reply,
+                             void (*name_fields)(rpc_status *st))
+{
+    submit(svc, c, engine, req, NULL, reply, name_fields);
 }

@@ -26,6 +26,16 @@
 void score_call_submit(service *svc, call *c, lms_engine *engine, Lmscore__V1__ScoreRequest *req,
                        service_gate *gate);
 
+/* A unary call whose answer is made from the ScoreResponse (gRPC's
+ * Rerank): reply gets it on the worker (valid during the call) and ends
+ * the job's call, with service_job_reply or service_job_finish. */
+typedef void (*score_reply_fn)(service_job *job, const Lmscore__V1__ScoreResponse *resp);
+/* name_fields (optional) says a failure in the call's own terms, when its
+ * request became a ScoreRequest of other names. */
+void score_call_submit_unary(service *svc, call *c, lms_engine *engine,
+                             Lmscore__V1__ScoreRequest *req, score_reply_fn reply,
+                             void (*name_fields)(rpc_status *st));
+
 /* ---- a stream scored piece by piece (ScoreItems' batches) ---------------- */
 
 /* What a stream's chunks scored, for its summary. */

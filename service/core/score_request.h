@@ -27,6 +27,8 @@ typedef struct {
     char *const *label_texts;
     bool apply_softmax, item_first, return_logprobs;
     Lmscore__V1__Algorithm algorithm;
+    const Lmscore__V1__Truncation *truncation; /* NULL: nothing is cut */
+    const Lmscore__V1__Input *item_suffix;     /* NULL: none */
 } score_header_fields;
 
 /* The header fields of msg, a ScoreRequest or a ScoreItemsHeader: the two
@@ -43,6 +45,8 @@ typedef struct {
         .item_first = (msg)->item_first,                                                           \
         .return_logprobs = (msg)->return_logprobs,                                                 \
         .algorithm = (msg)->algorithm,                                                             \
+        .truncation = (msg)->truncation,                                                           \
+        .item_suffix = (msg)->item_suffix,                                                         \
     })
 
 /* A prepared header: the engine request without its items, whose query
@@ -52,12 +56,26 @@ typedef struct {
     bool text_inputs;
     bool return_logprobs;
     int64_t max_text_bytes; /* what score_items_prepare holds item texts to */
+    /* The item suffix: its text (joined to each item's before tokenizing,
+     * so that an item that is not cut is tokenized as one text) and its
+     * tokens alone (what a cut item ends with); n_suffix 0 without one. */
+    char *suffix_text;
+    int32_t *suffix;
+    int32_t n_suffix;
+    bool truncate;               /* the request asked for truncation */
+    bool keep_end;               /* TRUNCATION_SIDE_LEFT */
+    int32_t max_item_tokens;     /* 0: none of its own */
+    int32_t max_sequence_tokens; /* the request's, within the engine's */
 } score_header;
 
 typedef struct {
     lms_tokens *items;
     int32_t n_items;
     int64_t n_tokens; /* item tokens in all */
+    /* With truncation: [n_items] each item's own tokens kept and dropped
+     * (dropped 0 for an item not cut); NULL otherwise. */
+    int32_t *kept, *dropped;
+    int64_t n_truncated; /* items cut */
 } score_items;
 
 /* The byte bound every text that enters passes before it is tokenized:
@@ -75,7 +93,12 @@ lms_status score_header_prepare(const lms_engine *e, const score_header_fields *
                                 int64_t max_text_bytes, score_header *out, lms_error *err);
 void score_header_free(score_header *h);
 
-/* items[i] is named "items[index_base + i]" in errors. */
+/* items[i] is named "items[index_base + i]" in errors. Each item is
+ * followed by h's suffix; with h->truncate an item over its budget
+ * (Truncation's comment in score.proto) keeps that many of its own tokens,
+ * from the end h->keep_end says, and then the suffix's tokens: the same
+ * tokens as the suffix of an item that needed no cut. The cuts count in
+ * the metrics (lmscore_truncated_items_total). */
 lms_status score_items_prepare(const lms_engine *e, const score_header *h,
                                Lmscore__V1__Input *const *items, size_t n_items, int64_t index_base,
                                score_items *out, lms_error *err);

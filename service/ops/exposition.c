@@ -204,6 +204,12 @@ static void work(text *t, const metrics_detail *d, const metrics_snapshot *s)
     scalar_i(t, "lmscore_cached_tokens_total", "counter",
              "Query rows served from the prefix cache (Usage.cached_tokens summed)",
              d->cached_tokens);
+    scalar_i(t, "lmscore_truncated_items_total", "counter",
+             "Items (rerank documents, Score items that asked) cut to their token budget "
+             "instead of refused",
+             d->truncated_items);
+    scalar_i(t, "lmscore_truncated_tokens_total", "counter",
+             "Tokens those cuts dropped from the items", d->truncated_tokens);
     family(t, "lmscore_engine_calls_total", "counter",
            "Engine scoring calls by the algorithm that ran (one per Score or ScoreStream "
            "call, one per ScoreItems item batch)");

@@ -209,6 +209,11 @@ const char *call_request_id(const call *c)
     return c->context.request_id;
 }
 
+const char *call_method(const call *c)
+{
+    return c->method;
+}
+
 int call_metrics_method(const call *c)
 {
     return c->metrics_method;

@@ -128,6 +128,9 @@ void *call_state(const call *c);
 void call_set_state(call *c, void *state);
 /* The call's request id (its x-request-id). */
 const char *call_request_id(const call *c);
+/* What the call was opened as: a gRPC method's path, or an HTTP call's
+ * "METHOD /path" (cut to 127 bytes). */
+const char *call_method(const call *c);
 /* The call's method as metrics_method_index numbers it. */
 int call_metrics_method(const call *c);
 /* log_begin for a line about c: the method, request id and trace id first. */

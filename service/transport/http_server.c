@@ -56,6 +56,9 @@ typedef struct {
     size_t len, cap;
     size_t announced; /* Content-Length + 1; 0: chunked */
 
+    char origin[256]; /* a CORS origin allowed, answered; "" for none */
+    bool preflight;   /* a CORS preflight, answered with no body */
+
     pthread_mutex_t mu; /* guards ended */
     pthread_cond_t answered;
     bool ended; /* on_end has answered: nothing of ex is touched by it after */
@@ -85,6 +88,18 @@ static void answer_headers(unsigned status, const exchange *ex, char *buf, size_
 {
     int n = 0;
     if (ex) n += snprintf(buf, cap, "%s: %s\r\n", REQUEST_ID_HEADER, ex->context.request_id);
+    if (ex && ex->origin[0])
+        n += snprintf(buf + n, cap - (size_t)n,
+                      "Access-Control-Allow-Origin: %s\r\nVary: Origin\r\n"
+                      "Access-Control-Expose-Headers: %s\r\n",
+                      ex->origin, REQUEST_ID_HEADER);
+    if (ex && ex->origin[0] && ex->preflight)
+        n += snprintf(buf + n, cap - (size_t)n,
+                      "Access-Control-Allow-Methods: %s, OPTIONS\r\n"
+                      "Access-Control-Allow-Headers: authorization, content-type, %s, %s\r\n"
+                      "Access-Control-Max-Age: 600\r\n",
+                      ex->ep ? (ex->ep->method ? ex->ep->method : "POST") : "GET, POST",
+                      REQUEST_ID_HEADER, TRACEPARENT_HEADER);
     if (status == 401) n += snprintf(buf + n, cap - (size_t)n, "WWW-Authenticate: Bearer\r\n");
     if (status == 405)
         n += snprintf(buf + n, cap - (size_t)n, "Allow: %s\r\n",
@@ -105,7 +120,9 @@ static void on_end(call *c, void *ctx, const rpc_status *st, const ProtobufCMess
     json_writer w;
     json_writer_init(&w);
     unsigned status = http_status_of(st);
-    if (st->code == GRPC_STATUS_OK) {
+    if (st->code == GRPC_STATUS_OK && ex->preflight) {
+        /* no body: the CORS headers are the answer */
+    } else if (st->code == GRPC_STATUS_OK) {
         ex->ep->render(c, reply, &w);
     } else if (ex->ep && ex->ep->name_fields) {
         rpc_status named = *st;
@@ -116,15 +133,21 @@ static void on_end(call *c, void *ctx, const rpc_status *st, const ProtobufCMess
     }
     char *text = NULL;
     size_t len = 0;
-    if (!json_writer_done(&w, &text, &len)) status = 500;
-    char headers[256];
+    if (!json_writer_done(&w, &text, &len) && !(st->code == GRPC_STATUS_OK && ex->preflight))
+        status = 500;
+    char headers[768];
     answer_headers(status, ex, headers, sizeof headers);
     /* a server that is draining or not ready closes the connection after
      * its 503, so that no client sends the next request on it */
+    bool empty = st->code == GRPC_STATUS_OK && ex->preflight;
     const http_answer a = {.status = status,
-                           .content_type = "application/json",
-                           .body = text ? text : OUT_OF_MEMORY,
-                           .body_len = text ? len : sizeof OUT_OF_MEMORY - 1,
+                           .content_type = empty ? "text/plain; charset=utf-8" : "application/json",
+                           .body = empty  ? ""
+                                   : text ? text
+                                          : OUT_OF_MEMORY,
+                           .body_len = empty  ? 0
+                                       : text ? len
+                                              : sizeof OUT_OF_MEMORY - 1,
                            .headers = headers,
                            .close = status == 503};
     http_request_answer(ex->rq, &a);
@@ -207,8 +230,9 @@ static void receive(exchange *ex, const char *data, size_t n)
  * ambiguous), as the gRPC call layer reads its metadata; the authorization
  * values; the content type. */
 typedef struct {
-    const char *request_id, *traceparent, *authorization, *content_type;
-    size_t request_id_len, traceparent_len, authorization_len, content_type_len;
+    const char *request_id, *traceparent, *authorization, *content_type, *origin;
+    size_t request_id_len, traceparent_len, authorization_len, content_type_len, origin_len;
+    bool cors_request_method; /* Access-Control-Request-Method: a preflight */
     size_t traceparents, authorizations;
 } request_headers;
 
@@ -227,6 +251,10 @@ static void read_headers(const http_request *rq, request_headers *h)
             if (h->authorizations++ == 0) h->authorization = value, h->authorization_len = len;
         } else if (http1_span_is(rq->head, name, "content-type")) {
             if (!h->content_type) h->content_type = value, h->content_type_len = len;
+        } else if (http1_span_is(rq->head, name, "origin")) {
+            if (!h->origin) h->origin = value, h->origin_len = len;
+        } else if (http1_span_is(rq->head, name, "access-control-request-method")) {
+            h->cors_request_method = true;
         }
     }
 }
@@ -242,10 +270,31 @@ static bool is_json(const char *content_type, size_t len)
     return n == len || content_type[n] == ';';
 }
 
+/* The request's Origin when --http-cors-allow-origin allows it (copied
+ * into ex->origin, to be echoed). */
+static void allow_origin(exchange *ex, const request_headers *h)
+{
+    const char *allowed = ex->srv->opt.cors_origins;
+    if (!allowed || !allowed[0] || !h->origin || h->origin_len >= sizeof ex->origin) return;
+    bool ok = strcmp(allowed, "*") == 0;
+    for (const char *p = allowed; !ok && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] != 0)) {
+        size_t n = strcspn(p, ",");
+        ok = n == h->origin_len && memcmp(p, h->origin, n) == 0;
+    }
+    if (!ok) return;
+    memcpy(ex->origin, h->origin, h->origin_len);
+    ex->origin[h->origin_len] = '\0';
+}
+
 static const http_endpoint *find_endpoint(const http_server *s, const char *path)
 {
     for (size_t i = 0; i < s->opt.n_endpoints; i++)
         if (strcmp(s->opt.endpoints[i]->path, path) == 0) return s->opt.endpoints[i];
+    for (size_t i = 0; i < s->opt.n_endpoints; i++) {
+        const http_endpoint *ep = s->opt.endpoints[i];
+        size_t n = strcspn(ep->path, "{");
+        if (ep->under && strncmp(ep->path, path, n) == 0 && path[n]) return ep;
+    }
     return NULL;
 }
 
@@ -263,6 +312,10 @@ static void *begin(void *cls, http_request *rq)
     pthread_cond_init(&ex->answered, NULL);
     request_headers h = {0};
     read_headers(rq, &h);
+    allow_origin(ex, &h);
+    /* a browser's preflight, before a call it makes from another origin:
+     * answered without the API key, which it never carries */
+    ex->preflight = ex->origin[0] && h.cors_request_method && strcmp(rq->method, "OPTIONS") == 0;
     request_context_init(&ex->context, h.request_id, h.request_id_len,
                          h.traceparents == 1 ? h.traceparent : NULL,
                          h.traceparents == 1 ? h.traceparent_len : 0);
@@ -277,8 +330,12 @@ static void *begin(void *cls, http_request *rq)
         return NULL;
     }
     rpc_status st;
-    if (!(ex->ep && ex->ep->handler.open) &&
-        !api_keys_check(s->opt.keys, h.authorization, h.authorization_len, h.authorizations, &st)) {
+    if (ex->preflight && ex->ep) {
+        rpc_status_ok(&st);
+        call_finish(ex->c, &st);
+    } else if (!(ex->ep && ex->ep->handler.open) &&
+               !api_keys_check(s->opt.keys, h.authorization, h.authorization_len, h.authorizations,
+                               &st)) {
         call_finish(ex->c, &st);
     } else if (!ex->ep) {
         /* the path is the client's bytes: not echoed */

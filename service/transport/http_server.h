@@ -27,6 +27,8 @@
 typedef struct {
     const char *path;   /* "/v1/score" */
     const char *method; /* "GET"; NULL: POST */
+    bool under;         /* path ends with a {name} segment that matches any
+                           ("/v1/models/{id}" serves /v1/models/ID) */
     call_handler handler;
     /* The whole body (len bytes, NUL-terminated, valid only during the
      * call; empty for a GET): start the call's work, or end the call
@@ -51,6 +53,7 @@ typedef struct {
     int64_t header_timeout_ms; /* see http_listener.h: header_ms */
     int64_t body_min_rate;     /* bytes a second */
     const api_keys *keys;      /* NULL: none needed */
+    const char *cors_origins;  /* ORIGIN[,ORIGIN...] or "*"; NULL or "": no CORS */
     const http_endpoint *const *endpoints;
     size_t n_endpoints;
 } http_options;

@@ -15,6 +15,8 @@ unsigned http_status_of(const rpc_status *st)
         return 200;
     case GRPC_STATUS_INVALID_ARGUMENT:
         if (strcmp(st->reason, "unsupported_media_type") == 0) return 415;
+        /* TEI answers a truncation_direction it cannot deserialize so */
+        if (strcmp(st->reason, "invalid_truncation_direction") == 0) return 422;
         return 400;
     case GRPC_STATUS_FAILED_PRECONDITION:
     case GRPC_STATUS_OUT_OF_RANGE:

@@ -378,20 +378,76 @@ static bool number(json_reader *r, const char *field, bool *integer)
     return true;
 }
 
+/* The magnitude of the number text [p, end) when it is integral (JSON
+ * Schema's integer: 2, 2.0, 2e0, 20e-1), saturated above 2^62, which is
+ * out of any range; false when it has a fraction. */
+static bool integral_magnitude(const char *p, const char *end, uint64_t *out)
+{
+    const uint64_t cap = (uint64_t)1 << 62;
+    const char *digits = p, *dot = NULL, *e = end;
+    for (const char *q = p; q < end; q++) {
+        if (*q == '.') dot = q;
+        if (*q == 'e' || *q == 'E') {
+            e = q;
+            break;
+        }
+    }
+    /* the exponent, saturated: past +-100000 every nonzero value is out of
+     * range or fractional */
+    long exp10 = 0;
+    if (e < end) {
+        const char *q = e + 1;
+        bool neg = *q == '-';
+        if (*q == '+' || *q == '-') q++;
+        for (; q < end; q++)
+            exp10 = exp10 > 100000 ? exp10 : exp10 * 10 + (*q - '0');
+        if (neg) exp10 = -exp10;
+    }
+    /* digits d1 d2 ... dn (the point removed) times 10^(exp10 - fraction) */
+    size_t n_digits = 0, last_nonzero = 0, first_nonzero = 0;
+    bool any = false;
+    for (const char *q = digits; q < e; q++) {
+        if (q == dot) continue;
+        n_digits++;
+        if (*q != '0') {
+            if (!any) first_nonzero = n_digits;
+            any = true;
+            last_nonzero = n_digits;
+        }
+    }
+    *out = 0;
+    if (!any) return true; /* zero, however written */
+    long shift = exp10 - (dot ? (long)(e - dot - 1) : 0);
+    /* the digits after the point, once shifted, must all be zero */
+    if (shift < 0 && (long)(n_digits - last_nonzero) < -shift) return false;
+    if (shift > 0 && (long)(n_digits - first_nonzero) + shift > 19) {
+        *out = cap + 1;
+        return true;
+    }
+    uint64_t v = 0;
+    size_t keep = shift < 0 ? n_digits - (size_t)-shift : n_digits, i = 0;
+    for (const char *q = digits; q < e && i < keep; q++) {
+        if (q == dot) continue;
+        i++;
+        v = v > cap ? v : v * 10 + (uint64_t)(*q - '0');
+    }
+    for (long k = 0; k < shift; k++)
+        v = v > cap ? v : v * 10;
+    *out = v;
+    return true;
+}
+
 bool json_read_int(json_reader *r, const char *field, int64_t min, int64_t max, int64_t *out)
 {
     if (!expect(r, JSON_NUMBER, field)) return false;
     const char *start = r->at;
     bool integer;
     if (!number(r, field, &integer)) return false;
-    if (!integer)
+    bool negative = *start == '-';
+    uint64_t v;
+    if (!integral_magnitude(start + negative, r->at, &v))
         return json_fail(r, "malformed_request", field, "expected an integer, found %.*s",
                          (int)(r->at - start < 32 ? r->at - start : 32), start);
-    bool negative = *start == '-';
-    /* the magnitude, saturated: whatever exceeds 2^62 is out of any range */
-    uint64_t v = 0;
-    for (const char *p = start + negative; p < r->at; p++)
-        v = v > ((uint64_t)1 << 62) ? v : v * 10 + (uint64_t)(*p - '0');
     bool in_range = negative ? v <= (uint64_t)1 << 62 && -(int64_t)v >= min
                              : v <= (uint64_t)1 << 62 && (int64_t)v <= max && (int64_t)v >= min;
     if (!in_range)

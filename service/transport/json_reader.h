@@ -77,8 +77,9 @@ bool json_array_next(json_reader *r);
  * the json_string_bound bytes that the decoded string and its NUL never
  * exceed, and gets back NUL-terminated, *len bytes long (len may be NULL;
  * out too, to check the string without keeping it); a string holding
- * U+0000 or that is not UTF-8 fails. An integer is a number without
- * fraction or exponent in [min, max]. json_read_null consumes a null and
+ * U+0000 or that is not UTF-8 fails. An integer is a number whose value is
+ * integral, as JSON Schema's integer and proto3's JSON parsers take it (2,
+ * 2.0, 2e0, 20e-1; not 2.5), in [min, max]. json_read_null consumes a null and
  * is true when there was one. */
 bool json_string_bound(json_reader *r, const char *field, size_t *bound);
 bool json_read_string(json_reader *r, const char *field, char *out, size_t *len);

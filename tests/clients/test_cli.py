@@ -1,11 +1,13 @@
 """test_cli.py — the lmscore CLI end to end against a real lmscored: every
-subcommand, the output formats, and the error paths, which must print the
+subcommand (rerank against the Qwen3 demo model, whose tokenizer the
+default rerank profile fits), the output formats, and the error paths, which must print the
 server's status code and ErrorInfo reason and exit 1 (usage errors exit 2)."""
 
 import json
 import math
 import os
 import re
+import struct
 import subprocess
 import time
 
@@ -409,3 +411,40 @@ def test_target_from_the_environment(daemon):
 
 def test_tls_to_a_plaintext_server_fails(cli):
     failed(cli("health", "--tls", "--timeout", "3"), "UNAVAILABLE")
+
+
+@pytest.fixture(scope="module")
+def reranker():
+    """The demo Qwen3 model, whose tokenizer the yes-no rerank profile fits."""
+    d = Daemon(model="tiny-qwen3.gguf", flags=["--max-sequence-tokens", "64"])
+    yield d
+    d.stop()
+
+
+def test_rerank(cli, reranker):
+    import lmscore
+    query = "What is the capital of France?"
+    docs = ["Paris is the capital of France.", "Bananas are yellow.",
+            " ".join(f"word{i}" for i in range(80))]
+    args = ["--query", query, *[a for d in docs[:2] for a in ("--document", d)]]
+    lines = ok(cli("rerank", *args, "--return-documents", target=reranker.target)).splitlines()
+    assert lines[0] == "index\trelevance_score\tlog_odds\ttokens_dropped\tdocument"
+    rows = [line.split("\t") for line in lines[1:]]
+    with lmscore.Client(reranker.target) as client:
+        want = client.rerank(query, docs[:2]).results
+    assert [(int(r[0]), r[4]) for r in rows] == [(w.index, docs[w.index]) for w in want]
+    for row, w in zip(rows, want):  # %.9g reads back as the same float32
+        assert struct.pack("<f", float(row[1])) == struct.pack("<f", w.relevance_score)
+    got = json.loads(ok(cli("rerank", *args, "--top-n", "1", "--json",
+                            target=reranker.target)))
+    assert [r["index"] for r in got["results"]] == [want[0].index]
+    long_doc = ["--document", docs[2]]
+    failed(cli("rerank", *args, *long_doc, "--truncate", "off", target=reranker.target),
+           "INVALID_ARGUMENT", "sequence_too_long")
+    cut = ok(cli("rerank", "--query", query, *long_doc, "--truncate", "on",
+                 "--max-tokens-per-doc", "10", "--truncation-side", "left",
+                 target=reranker.target)).splitlines()
+    assert cut[1].split("\t")[0] == "0" and int(cut[1].split("\t")[3]) > 0
+    for bad in (["--document", "d"], ["--query", "q", "--truncate", "maybe"],
+                ["--query", "q", "--truncation-side", "middle"]):
+        assert cli("rerank", *bad, target=reranker.target).returncode == 2

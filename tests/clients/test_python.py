@@ -1,6 +1,6 @@
 """test_python.py — the lmscore Python package (built by the python-client
 target) end to end against a real lmscored: every method of Client and
-AsyncClient (so every RPC: Score, ScoreStream, ScoreItems, Tokenize,
+AsyncClient (so every RPC: Score, ScoreStream, ScoreItems, Rerank, Tokenize,
 GetModelInfo, Health/Check), and the typed errors with the ErrorInfo reason."""
 
 import asyncio
@@ -254,3 +254,59 @@ def test_async_request_ids(daemon):
                               metadata={"x-request-id": "apy-4"})
             assert e.value.request_id == "apy-4"
     run(main())
+
+
+# --- rerank ---------------------------------------------------------------
+
+RERANK_QUERY = "What is the capital of France?"
+RERANK_DOCS = ["Paris is the capital of France.", "Bananas are yellow.",
+               " ".join(f"word{i}" for i in range(80))]
+TAIL = "\nIs the document relevant to the query? Answer:"
+
+
+@pytest.fixture(scope="module")
+def reranker():
+    """The demo Qwen3 model, whose tokenizer the yes-no profile fits."""
+    from daemon import Daemon
+    d = Daemon(model="tiny-qwen3.gguf", flags=["--max-sequence-tokens", "64"])
+    yield d
+    d.stop()
+
+
+def test_rerank_sync_and_async(reranker):
+    """Client.rerank and AsyncClient.rerank: the relevance is the score of
+    the yes-no profile's ScoreRequest, the same float; the long document is
+    refused unless truncation is asked for, and then it says what was cut."""
+    with lmscore.Client(reranker.target) as c:
+        with pytest.raises(lmscore.InvalidArgumentError) as e:
+            c.rerank(RERANK_QUERY, RERANK_DOCS, truncate=False)
+        assert (e.value.reason, e.value.field) == ("sequence_too_long", "documents[2]")
+        got = c.rerank(RERANK_QUERY, RERANK_DOCS[:2], return_documents=True, top_n=1)
+        want = c.score(f"Query: {RERANK_QUERY}\nDocument:",
+                       [f" {d}{TAIL}" for d in RERANK_DOCS[:2]], labels=[" yes", " no"],
+                       apply_softmax=True).scores
+        best = max(range(2), key=lambda i: (want[i][0], -i))
+        assert [(r.index, r.relevance_score, r.document) for r in got.results] == \
+            [(best, want[best][0], RERANK_DOCS[best])]
+        assert got.request_id and got.usage.prompt_tokens > 0
+        cut = c.rerank(RERANK_QUERY, RERANK_DOCS, truncate=True, max_tokens_per_doc=20)
+        by_index = {r.index: r for r in cut.results}
+        assert (by_index[2].tokens_kept, by_index[2].tokens_dropped > 0) == (20, True)
+        assert by_index[0].tokens_dropped == 0 and by_index[0].document is None
+        left = c.rerank(RERANK_QUERY, RERANK_DOCS[2:], truncate=True, max_tokens_per_doc=20,
+                        truncation_side="left")
+        assert left.results[0].relevance_score != by_index[2].relevance_score
+        seq = c.rerank(RERANK_QUERY, RERANK_DOCS[2:], truncate=True, max_sequence_tokens=40)
+        plain = c.rerank(RERANK_QUERY, RERANK_DOCS[2:], truncate=True)
+        assert seq.usage.prompt_tokens == 40 < plain.usage.prompt_tokens == 64
+        assert seq.results[0].tokens_dropped > plain.results[0].tokens_dropped > 0
+        with pytest.raises(ValueError):
+            c.rerank(RERANK_QUERY, RERANK_DOCS, truncation_side="middle")
+        with pytest.raises(TypeError):
+            c.rerank(RERANK_QUERY, [[1, 2]])
+
+    async def main():
+        async with lmscore.AsyncClient(reranker.target) as c:
+            return await c.rerank(RERANK_QUERY, RERANK_DOCS, truncate=True,
+                                  max_tokens_per_doc=20)
+    assert run(main()).results == cut.results

@@ -4,7 +4,8 @@
  * same, null for what JSON cannot say) and json_reader (a walk through a
  * document, strings decoded with their escapes and surrogate pairs, the
  * refusals with their reasons and fields: NUL, bad UTF-8, lone surrogates,
- * integers out of range or with a fraction, nesting past the limit,
+ * integers out of range or with a fraction (integral ones, 2.0 and 2e0,
+ * are integers), nesting past the limit,
  * trailing text). fuzz_json_request fuzzes both against json-c.
  */
 #include <math.h>
@@ -173,7 +174,12 @@ static void test_reader_refusals(void **state)
     refused("{\"v\": \"open", false, "malformed_request", "v");
     refused("{\"v\": 3}", false, "malformed_request", "v");
     refused("{\"v\": 1.5}", true, "malformed_request", "v[0]");
-    refused("{\"v\": 1e2}", true, "malformed_request", "v[0]");
+    refused("{\"v\": 1e-2}", true, "malformed_request", "v[0]");
+    refused("{\"v\": 25e-1}", true, "malformed_request", "v[0]");
+    refused("{\"v\": 2.0000000000000000001}", true, "malformed_request", "v[0]");
+    refused("{\"v\": 1e99999999999}", true, "malformed_request", "v[0]");
+    refused("{\"v\": 2147483648.0}", true, "malformed_request", "v[0]");
+    refused("{\"v\": 1e-99999999999}", true, "malformed_request", "v[0]");
     refused("{\"v\": 2147483648}", true, "malformed_request", "v[0]");
     refused("{\"v\": -99999999999999999999999}", true, "malformed_request", "v[0]");
     refused("{\"v\": 01}", true, "malformed_request", "");
@@ -186,6 +192,40 @@ static void test_reader_refusals(void **state)
     refused(deep, false, "malformed_request", "");
 }
 
+/* Integral numbers are integers however written, as JSON Schema and the
+ * proto3 JSON parsers take them. */
+static void test_integral_numbers_are_integers(void **state)
+{
+    (void)state;
+    const struct {
+        const char *text;
+        int64_t value;
+    } cases[] = {{"2.0", 2},
+                 {"2e0", 2},
+                 {"20e-1", 2},
+                 {"0.2e1", 2},
+                 {"-3.00", -3},
+                 {"1E2", 100},
+                 {"1e+2", 100},
+                 {"0.0e99", 0},
+                 {"-0.0", 0},
+                 {"0e-5", 0},
+                 {"7.10e1", 71},
+                 {"2147483647.0", INT32_MAX},
+                 {"-2147483648e0", INT32_MIN},
+                 {"21474836.47e2", INT32_MAX},
+                 {"0.000001e6", 1},
+                 {"100e-2", 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        json_reader r;
+        json_reader_init(&r, cases[i].text, strlen(cases[i].text));
+        int64_t v = 12345;
+        assert_true(json_read_int(&r, "n", INT32_MIN, INT32_MAX, &v));
+        assert_true(json_end(&r));
+        if (v != cases[i].value) fail_msg("%s read as %lld", cases[i].text, (long long)v);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -193,6 +233,7 @@ int main(void)
         cmocka_unit_test(test_floats_are_the_shortest_that_read_back),
         cmocka_unit_test(test_reader_walks_a_document),
         cmocka_unit_test(test_reader_refusals),
+        cmocka_unit_test(test_integral_numbers_are_integers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -57,7 +57,7 @@ def test_the_scan_finds_the_known_reasons():
     reasons = source_reasons()
     # a few from each kind of call site, so a broken pattern cannot pass
     for r in ("queue_full", "draining", "token_id_exceeds_vocab", "unknown_algorithm",
-              "malformed_request", "truncation_unsupported", *STARTUP_ONLY):
+              "malformed_request", "invalid_truncation_direction", *STARTUP_ONLY):
         assert r in reasons, r
 
 

@@ -497,7 +497,7 @@ BAD_BODIES = [
      "items[0][1]"),
     (b'{"query": [1], "items": [[2.5]], "label_token_ids": [3]}', "malformed_request",
      "items[0][0]"),
-    (b'{"query": [1], "items": [[2]], "label_token_ids": [3e0]}', "malformed_request",
+    (b'{"query": [1], "items": [[2]], "label_token_ids": [3e-1]}', "malformed_request",
      "label_token_ids[0]"),
     (b'{"query": [1], "items": [[2]], "label_token_ids": [4294967296]}', "malformed_request",
      "label_token_ids[0]"),

@@ -41,6 +41,8 @@ FAMILIES = {
     "lmscore_prompt_tokens_total": "counter",
     "lmscore_computed_tokens_total": "counter",
     "lmscore_cached_tokens_total": "counter",
+    "lmscore_truncated_items_total": "counter",
+    "lmscore_truncated_tokens_total": "counter",
     "lmscore_engine_calls_total": "counter",
     "lmscore_request_duration_seconds": "histogram",
     "lmscore_queue_wait_seconds": "histogram",

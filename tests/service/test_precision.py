@@ -8,7 +8,10 @@ with the same --isa), and against the default tier the same bits where the
 two tiers compute the same sequence, else within the precision gates; they
 stay within a measured distance of f32's; a tier dropped at start-up
 (lmscored-test-hooks' LMSCORE_TEST_DROP_AMX) is named, with why, by
-GetModelInfo, `lmscore info`, the log and lmscore_build_info; a bad value
+GetModelInfo, `lmscore info`, the log and lmscore_build_info; a self-check
+that faults (LMSCORE_TEST_SELF_CHECK_SIGNAL) drops its tier and the daemon
+serves on the next; with defaults the daemon serves on the CPU's fastest
+tier (avx512-bf16 where the CPU has AVX-512 BF16 and no AMX); a bad value
 stops the daemon at startup with a precise error.
 """
 import os
@@ -18,8 +21,8 @@ import subprocess
 
 import pytest
 
-from harness import (BUILD, LMSCORED, LMSCORED_TEST_HOOKS, MODEL, Daemon, Metrics, local_score,
-                     tokens, value)
+from harness import (BUILD, LMSCORED, LMSCORED_TEST_HOOKS, MODEL, Daemon, Http, Metrics,
+                     local_score, tokens, value)
 from lmscore.v1 import score_pb2, score_pb2_grpc
 
 QUERY = [9707, 11, 1879, 374, 264, 1273, 13, 358, 1075, 2055]
@@ -227,6 +230,37 @@ def test_a_dropped_tier_is_named_with_why():
     if "amx_tile" not in cpu_flags():  # without the hook, such a CPU drops nothing
         with Daemon() as d:
             assert info_of(d).isa_dropped == "" and "compute tier dropped" not in d.log()
+
+
+def test_a_faulting_self_check_drops_its_tier_and_the_daemon_serves():
+    # the hook takes the CPU for one with AVX-512 BF16 whose self-check then
+    # raises SIGSEGV (11): in the check's own process, never the daemon's
+    env = {"LMSCORE_TEST_SELF_CHECK_SIGNAL": "11"}
+    with Daemon(*METRICS, "--http-listen", "127.0.0.1:0", binary=LMSCORED_TEST_HOOKS,
+                env=env) as d:
+        info = info_of(d)
+        assert info.isa_dropped == "avx512-bf16 faulted (Segmentation fault) in its self-check"
+        assert info.isa and info.isa != "avx512-bf16"
+        line = d.wait_for_log(r'msg="compute tier dropped"', 0)
+        assert "Segmentation fault" in line
+        status, _, body = Http(d).post("/health", b"", method="GET")
+        assert status == 200, body
+        got, _ = score(d, False)
+    # the f32 demo model: every vector tier gives the engine's own bits
+    want, _, _ = local({"precision": "auto"}, False)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g == pytest.approx(w, rel=1e-6, abs=0)
+
+
+def test_defaults_serve_on_the_fastest_tier():
+    flags = cpu_flags()
+    with Daemon("--http-listen", "127.0.0.1:0") as d:
+        info = info_of(d)
+        status, _, body = Http(d).post("/health", b"", method="GET")
+        assert status == 200, body
+    if "avx512_bf16" in flags and "amx_tile" not in flags:
+        assert (info.isa, info.isa_dropped) == ("avx512-bf16", "")
 
 
 @pytest.mark.parametrize("args,env,message", [

@@ -71,7 +71,7 @@ def test_file_by_filename_equals_protoc(reflect):
     assert without_json_names(fd) == descriptor_pb2.FileDescriptorProto.FromString(
         score_pb2.DESCRIPTOR.serialized_pb)
     assert [m.name for m in fd.service[0].method] == ["Score", "ScoreStream", "ScoreItems",
-                                                       "Tokenize", "GetModelInfo"]
+                                                       "Rerank", "Tokenize", "GetModelInfo"]
 
 
 @pytest.mark.parametrize("symbol,file", [
@@ -137,7 +137,8 @@ def test_real_reflection_client_calls_score(daemon, version):
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
     assert set(got["services"]) == SERVICES
-    assert got["methods"] == ["Score", "ScoreStream", "ScoreItems", "Tokenize", "GetModelInfo"]
+    assert got["methods"] == ["Score", "ScoreStream", "ScoreItems", "Rerank", "Tokenize",
+                              "GetModelInfo"]
     assert got["health"]["status"] == "SERVING"
     assert got["missing"]
 

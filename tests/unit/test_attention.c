@@ -163,9 +163,14 @@ static bool run_layout(const attn_layout *l, int32_t block_rows, const compute_t
                        int32_t cached, const float *q, const float *kk, const float *v,
                        const float *ck, const float *cv, float *out)
 {
-    if (kv16 && !k->w16) return false;
-    const attn_geometry geo = {N_HEADS, N_KV_HEADS,          HEAD_DIM, block_rows, k->vec,
-                               k->f32,  kv16 ? k->w16 : NULL};
+    if (kv16 && !k->kernels->w16) return false;
+    const attn_geometry geo = {N_HEADS,
+                               N_KV_HEADS,
+                               HEAD_DIM,
+                               block_rows,
+                               k->kernels->vec,
+                               k->kernels->f32,
+                               kv16 ? k->kernels->w16 : NULL};
     attn_plan *plan = NULL;
     lms_error err = {0};
     assert_int_equal(attn_plan_create(l, &geo, cached, &plan, &err), LMS_OK);

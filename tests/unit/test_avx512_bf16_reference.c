@@ -1,8 +1,8 @@
 /*
  * test_avx512_bf16_reference.c — the oracle of the avx512-bf16 tier's
- * self-check (compute/kernels_avx512_bf16_reference.c), on every CPU: no
- * machine here runs vdpbf16ps, so the reference itself is what can be
- * proven. Its VDPBF16PS lane against a model built another way — this
+ * self-check (compute/kernels_avx512_bf16_reference.c, the tier's
+ * reference_block), on every CPU. Its VDPBF16PS lane against the CPU's own
+ * vdpbf16ps where it has AVX-512 BF16, and against a model built another way — this
  * CPU's own fused multiply-add (vfmadd, FMA3) with MXCSR's DAZ and FTZ
  * set, round to nearest even, the odd products first — on random pairs of
  * every exponent (denormals, infinities and cancellations included) and on
@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "cpu.h"
 #include "half.h"
 #include "matmul.h"
 #include "tier.h"
@@ -114,6 +115,48 @@ static void test_lane_matches_the_cpus_fma_under_daz_and_ftz(void **state)
     assert_true(differed_from_even_first > 1000);
 }
 
+/* vdpbf16ps itself, 16 lanes at a time, on the same draws. */
+__attribute__((target("avx512f,avx512bf16"))) static void
+cpu_lanes(const float *acc, const uint32_t *a, const uint32_t *b, float *out)
+{
+    const __m512 r = _mm512_dpbf16_ps(_mm512_loadu_ps(acc), (__m512bh)_mm512_loadu_si512(a),
+                                      (__m512bh)_mm512_loadu_si512(b));
+    _mm512_storeu_ps(out, r);
+}
+
+/* Where the CPU has AVX-512 BF16, the reference lane is its instruction's
+ * lane, bit for bit, on a million draws of every exponent (elsewhere the
+ * model above is what can be checked: skipped). */
+static void test_lane_is_the_cpus_vdpbf16ps(void **state)
+{
+    (void)state;
+    lms_cpu_features cpu;
+    lms_cpu_detect(&cpu);
+    if (!cpu.avx512_bf16) {
+        print_message("this CPU lacks AVX-512 BF16\n");
+        skip();
+    }
+    for (int i = 0; i < 1000000 / 16; i++) {
+        float acc[16], got[16];
+        uint32_t a[16], b[16];
+        for (int l = 0; l < 16; l++) {
+            const uint32_t r = next();
+            const int e = (int)(r % 300) - 150;
+            if (r % 7 == 0) {
+                const uint32_t u = next();
+                memcpy(&acc[l], &u, sizeof acc[l]);
+            } else {
+                acc[l] = ldexpf(1.0f + (float)(next() & 0xFFFFFF) / 0x1p24f, 2 * e / 3);
+            }
+            a[l] = (uint32_t)bf16_value(e / 3) << 16 | bf16_value(e / 3);
+            b[l] = (uint32_t)bf16_value(e / 3) << 16 | bf16_value(e / 3);
+        }
+        cpu_lanes(acc, a, b, got);
+        for (int l = 0; l < 16; l++)
+            assert_same(kernel_vdpbf16ps_lane(acc[l], a[l], b[l]), got[l], acc[l], a[l], b[l]);
+    }
+}
+
 static void test_lane_chosen_cases(void **state)
 {
     (void)state;
@@ -157,7 +200,10 @@ enum { ROWS = 11, K = 67, N = 37 };
 static void test_block_is_the_dot_product(void **state)
 {
     (void)state;
-    const compute_tier *t = &compute_tier_avx512_bf16_reference;
+    const compute_tier *t = NULL;
+    for (const compute_tier *const *row = compute_tiers; *row; row++)
+        if (!strcmp((*row)->name, "avx512-bf16")) t = *row;
+    assert_non_null(t);
     float x[ROWS * K], y[ROWS * N], w32[N * K];
     uint16_t w16[N * K];
     for (int i = 0; i < N * K; i++) {
@@ -182,7 +228,8 @@ static void test_block_is_the_dot_product(void **state)
     for (int mode = 0; mode < 2; mode++) {
         for (int i = 0; i < ROWS * N; i++)
             y[i] = mode ? 1.0f : NAN;
-        t->block(t, &w, &in, 0, ROWS, 0, N, y, N, mode ? KERNEL_ACCUMULATE : KERNEL_STORE);
+        t->reference_block(t, &w, &in, 0, ROWS, 0, N, y, N,
+                           mode ? KERNEL_ACCUMULATE : KERNEL_STORE);
         for (int r = 0; r < ROWS; r++)
             for (int c = 0; c < N; c++) {
                 double exact = mode ? 1.0 : 0.0, mag = 1.0;
@@ -205,6 +252,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lane_matches_the_cpus_fma_under_daz_and_ftz),
         cmocka_unit_test(test_lane_chosen_cases),
+        cmocka_unit_test(test_lane_is_the_cpus_vdpbf16ps),
         cmocka_unit_test(test_block_is_the_dot_product),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

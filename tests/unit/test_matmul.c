@@ -386,7 +386,7 @@ static void test_quantiser(void **state)
     for (int run = 0; run < 2 * n_tiers; run++) {
         const int two = run / n_tiers, n_codes = 1 + two;
         const compute_tier *tier = tiers[run % n_tiers].tier;
-        const q8_kernels *q8 = two ? tier->q8x2 : tier->q8;
+        const q8_kernels *q8 = two ? tier->kernels->q8x2 : tier->kernels->q8;
         if (!q8) continue;
         int8_t codes[BLOCKS * 64];
         float scales[BLOCKS];
@@ -434,7 +434,7 @@ static void test_quantiser_precision(void **state)
     for (int rep = 0; rep < 2000 * n_tiers; rep++) {
         const compute_tier *tier = tiers[rep % n_tiers].tier;
         const bool two = rep % 2;
-        const q8_kernels *q8 = two ? tier->q8x2 : tier->q8;
+        const q8_kernels *q8 = two ? tier->kernels->q8x2 : tier->kernels->q8;
         if (!q8) continue;
         for (int i = 0; i < 32; i++)
             x[i] = uniform(&seed) * (float)(1 + rep % 50);

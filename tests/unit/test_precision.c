@@ -154,7 +154,7 @@ static void test_kv_dtype(void **state)
     lms_engine *e = NULL;
     lms_error err = {0};
     lms_model_info mi;
-    if (!tier->w16) {
+    if (!tier->kernels->w16) {
         assert_int_equal(open_with_kv("tiny-qwen3.gguf", LMS_PRECISION_F32, tier->name,
                                       LMS_KV_DTYPE_F16, &e, &err),
                          LMS_ERR_INVALID_ARGUMENT);

@@ -1,12 +1,16 @@
 /*
  * test_score.c — the score contract (docs/contract.md) on the engine API:
  * result semantics (apply_softmax, empty item, item_first, empty list), every
- * validation reason with its field, streaming callbacks and cancellation.
+ * validation reason with its field, streaming callbacks and cancellation;
+ * a compute tier whose start-up self-check faults is dropped with why and
+ * the engine opens and scores on the next.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+
+#include <signal.h>
 
 #include "score_fixture.h"
 
@@ -350,6 +354,36 @@ static void test_session_query_limit_and_stop(void **state)
     lms_engine_close(e);
 }
 
+/* A SIGSEGV in avx512-bf16's self-check (the hook takes the CPU for one
+ * with AVX-512 BF16, on any CPU): the tier is dropped, named with the
+ * signal, and the engine opens on the next tier, which scores as the
+ * engine without the hook does. */
+static void test_a_faulting_self_check_drops_its_tier(void **state)
+{
+    (void)state;
+    lms_engine_options o = fixture_options();
+    o.test_self_check_signal = SIGSEGV;
+    lms_engine *faulted = fixture_open(&o);
+    assert_non_null(faulted);
+    lms_model_info mi;
+    lms_engine_model_info(faulted, &mi);
+    print_message("isa %s; dropped: \"%s\"\n", mi.isa, mi.isa_dropped);
+    assert_string_equal(mi.isa_dropped,
+                        "avx512-bf16 faulted (Segmentation fault) in its self-check");
+    assert_string_not_equal(mi.isa, "avx512-bf16");
+    fixture_request f = fixture_request_make(21, 10, 5, 1, 6);
+    lms_score_result got = fixture_score(faulted, &f.req, LMS_ALGO_SERIAL);
+    lms_score_result want = fixture_score(engine, &f.req, LMS_ALGO_SERIAL);
+    assert_non_null(got.scores);
+    assert_non_null(want.scores);
+    /* f32 weights: every vector tier gives the same bits (kernels.h) */
+    assert_memory_equal(got.logprobs, want.logprobs, 5 * 4 * sizeof(float));
+    lms_score_result_free(&got);
+    lms_score_result_free(&want);
+    fixture_request_free(&f);
+    lms_engine_close(faulted);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -362,6 +396,7 @@ int main(void)
         cmocka_unit_test(test_streaming_and_cancellation),
         cmocka_unit_test(test_session_batches),
         cmocka_unit_test(test_session_query_limit_and_stop),
+        cmocka_unit_test(test_a_faulting_self_check_drops_its_tier),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

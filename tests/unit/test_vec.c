@@ -401,7 +401,7 @@ int main(void)
     const int n_tiers = fixture_tiers(tiers);
     int failed = 0;
     for (int t = 0; t < n_tiers; t++) {
-        vk = tiers[t]->vec;
+        vk = tiers[t]->kernels->vec;
         print_message("tier %s\n", tiers[t]->name);
         failed += cmocka_run_group_tests(tests, NULL, NULL);
     }

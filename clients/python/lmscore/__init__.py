@@ -6,7 +6,8 @@
 
 See clients/python/README.md."""
 
-from lmscore._requests import ItemScore, ScoreResult, ServerTiming, StreamSummary, Usage
+from lmscore._requests import (ItemScore, RerankResponse, RerankResult, ScoreResult,
+                               ServerTiming, StreamSummary, Usage)
 from lmscore.aio import AsyncClient, AsyncScoreStream
 from lmscore.client import Client, ScoreStream
 from lmscore.errors import (CancelledError, DeadlineExceededError, InvalidArgumentError,
@@ -15,7 +16,7 @@ from lmscore.errors import (CancelledError, DeadlineExceededError, InvalidArgume
 
 __all__ = [
     "AsyncClient", "AsyncScoreStream", "CancelledError", "Client", "DeadlineExceededError",
-    "InvalidArgumentError", "ItemScore", "LmscoreError", "NotFoundError",
-    "ResourceExhaustedError", "ScoreResult", "ScoreStream", "ServerTiming", "StreamSummary",
+    "InvalidArgumentError", "ItemScore", "LmscoreError", "NotFoundError", "RerankResponse",
+    "RerankResult", "ResourceExhaustedError", "ScoreResult", "ScoreStream", "ServerTiming", "StreamSummary",
     "UnauthenticatedError", "UnavailableError", "Usage",
 ]

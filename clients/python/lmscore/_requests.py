@@ -74,6 +74,64 @@ class StreamSummary:
     timing: ServerTiming
 
 
+@dataclass
+class RerankResult:
+    """One ranked document: index, its place in the documents sent;
+    relevance_score, the HTTP rerank paths' (the same float); log_odds,
+    TEI's raw score; document, with return_documents; tokens_kept and
+    tokens_dropped, set (non-zero) only for a document that was cut."""
+    index: int
+    relevance_score: float
+    log_odds: float
+    document: Optional[str] = None
+    tokens_kept: int = 0
+    tokens_dropped: int = 0
+
+
+@dataclass
+class RerankResponse:
+    """results by relevance, highest first (top_n of them when it was set)."""
+    results: List[RerankResult]
+    usage: Usage
+    timing: ServerTiming
+    request_id: Optional[str] = None
+
+
+TRUNCATE = {None: score_pb2.TRUNCATE_MODE_SERVER_DEFAULT, True: score_pb2.TRUNCATE_MODE_ON,
+            False: score_pb2.TRUNCATE_MODE_OFF}
+SIDES = {"right": score_pb2.TRUNCATION_SIDE_RIGHT, "left": score_pb2.TRUNCATION_SIDE_LEFT}
+
+
+def rerank_request(query, documents, top_n, truncate, max_tokens_per_doc, max_sequence_tokens,
+                   truncation_side, return_documents):
+    if not isinstance(query, str):
+        raise TypeError("query: give the query as str")
+    documents = list(documents)
+    for i, d in enumerate(documents):
+        if not isinstance(d, str):
+            raise TypeError(f"documents[{i}]: give each document as str")
+    if truncate not in TRUNCATE:
+        raise ValueError(f"truncate: None (the server's default), True or False, not {truncate!r}")
+    if truncation_side not in SIDES:
+        raise ValueError(f"truncation_side: 'right' or 'left', not {truncation_side!r}")
+    truncation = None
+    if max_tokens_per_doc or max_sequence_tokens or truncation_side != "right":
+        truncation = score_pb2.Truncation(max_item_tokens=max_tokens_per_doc or 0,
+                                          max_sequence_tokens=max_sequence_tokens or 0,
+                                          side=SIDES[truncation_side])
+    return score_pb2.RerankRequest(query=query, documents=documents, top_n=top_n or 0,
+                                   truncate=TRUNCATE[truncate], truncation=truncation,
+                                   return_documents=return_documents)
+
+
+def rerank_response(response, return_documents, request_id=None):
+    return RerankResponse(
+        results=[RerankResult(r.index, r.relevance_score, r.log_odds,
+                              r.document if return_documents else None, r.tokens_kept,
+                              r.tokens_dropped) for r in response.results],
+        usage=_usage(response.usage), timing=_timing(response.timing), request_id=request_id)
+
+
 def to_input(value, what):
     if isinstance(value, str):
         return score_pb2.Input(text=value)

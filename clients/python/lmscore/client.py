@@ -120,6 +120,21 @@ class Client:
                                           metadata=rq.call_metadata(self._metadata, metadata))
         return ScoreStream(responses, return_logprobs)
 
+    def rerank(self, query, documents, *, top_n=None, truncate=None, max_tokens_per_doc=None,
+               max_sequence_tokens=None, truncation_side="right", return_documents=False,
+               timeout=None, metadata=None):
+        """Ranks documents (str) by relevance to query with the server's
+        rerank profile: the numbers of its HTTP rerank paths. truncate: None
+        for the server's --truncate-documents, True to cut a document too
+        long for its prompt (inside its own tokens, to max_tokens_per_doc
+        and max_sequence_tokens when given, keeping its start, or its end
+        with truncation_side="left"), False to have it refused. Returns a
+        RerankResponse."""
+        request = rq.rerank_request(query, documents, top_n, truncate, max_tokens_per_doc,
+                                    max_sequence_tokens, truncation_side, return_documents)
+        response, request_id = self._call(self._stub.Rerank, request, timeout, metadata)
+        return rq.rerank_response(response, return_documents, request_id)
+
     def tokenize(self, text, *, add_special_tokens=False, timeout=None, metadata=None):
         request = score_pb2.TokenizeRequest(text=text, add_special_tokens=add_special_tokens)
         return list(self._call(self._stub.Tokenize, request, timeout, metadata)[0].token_ids)
