@@ -1,4 +1,5 @@
-"""slowloris.py — /metrics under the slow-client attack of issue 23.
+"""slowloris.py — /metrics under a slow-client attack: slow requests and a
+connect/close flood.
 
 Starts lmscored with --metrics-listen, then from SOURCE opens N_SLOW
 connections that send `GET /metrics HTTP/1.1` and one header line every 5 s

@@ -32,9 +32,21 @@ typedef struct queued_message {
     struct queued_message *next;
 } queued_message;
 
+/* What differs between the doors, said once: a call of the gRPC server
+ * (call_accept) ends by op batches on its grpc_call and may stream; a local
+ * one (call_open, the HTTP API's) ends into its sink and does not stream. */
+typedef struct {
+    void (*finish)(call *c, const rpc_status *st);
+    void (*reply)(call *c, const ProtobufCMessage *msg);
+    /* Sends msg now, or queues it behind the message in flight when queue. */
+    call_send_result (*send)(call *c, const ProtobufCMessage *msg, bool queue);
+    void (*release)(call *c); /* what the door holds, on destroy */
+} call_ops;
+
 struct call {
-    grpc_call *gc; /* NULL for a call_open'ed call, which ends into its sink */
-    call_sink sink;
+    const call_ops *ops;
+    grpc_call *gc;  /* a gRPC call's */
+    call_sink sink; /* a local call's */
     const call_handler *h;
     char method[128];
     int metrics_method;
@@ -311,10 +323,7 @@ static void destroy(call *c)
 
     if (c->state && c->h && c->h->free_state) c->h->free_state(c->state);
     if (c->recv_buf) grpc_byte_buffer_destroy(c->recv_buf);
-    if (c->gc) {
-        grpc_slice_unref(c->request_id_metadata.value);
-        grpc_call_unref(c->gc);
-    }
+    c->ops->release(c);
     drop_queue_locked(c); /* the last reference is gone: no lock needed */
     pthread_mutex_destroy(&c->mu);
     free(c);
@@ -447,10 +456,17 @@ void call_answer_lost(call *c)
 
 void call_finish(call *c, const rpc_status *st)
 {
-    if (c->gc)
-        end_call(c, st, NULL);
-    else
-        end_local(c, st, NULL);
+    c->ops->finish(c, st);
+}
+
+static void grpc_finish(call *c, const rpc_status *st)
+{
+    end_call(c, st, NULL);
+}
+
+static void local_finish(call *c, const rpc_status *st)
+{
+    end_local(c, st, NULL);
 }
 
 /* True when msg is within the send limit; else the call is finished with
@@ -483,13 +499,19 @@ static grpc_byte_buffer *pack(call *c, const ProtobufCMessage *msg)
 
 void call_reply(call *c, const ProtobufCMessage *msg)
 {
-    if (!c->gc) {
-        size_t len;
-        rpc_status ok;
-        rpc_status_ok(&ok);
-        if (within_limit(c, msg, &len)) end_local(c, &ok, msg);
-        return;
-    }
+    c->ops->reply(c, msg);
+}
+
+static void local_reply(call *c, const ProtobufCMessage *msg)
+{
+    size_t len;
+    rpc_status ok;
+    rpc_status_ok(&ok);
+    if (within_limit(c, msg, &len)) end_local(c, &ok, msg);
+}
+
+static void grpc_reply(call *c, const ProtobufCMessage *msg)
+{
     grpc_byte_buffer *bb = pack(c, msg);
     if (!bb) return;
     rpc_status ok;
@@ -583,9 +605,8 @@ static void on_send_done(cq_tag *tag, bool ok)
 
 /* Sends msg now (CALL_SENT), or queues it behind the message in flight when
  * queue, else CALL_BUSY; CALL_CLOSED once the call is over. */
-static call_send_result send_or_queue(call *c, const ProtobufCMessage *msg, bool queue)
+static call_send_result grpc_send(call *c, const ProtobufCMessage *msg, bool queue)
 {
-    if (!c->gc) return CALL_CLOSED; /* a call_open'ed call does not stream */
     grpc_byte_buffer *bb = pack(c, msg);
     if (!bb) return CALL_CLOSED;
     queued_message *q = queue ? malloc(sizeof *q) : NULL;
@@ -614,14 +635,20 @@ static call_send_result send_or_queue(call *c, const ProtobufCMessage *msg, bool
     return res;
 }
 
+static call_send_result local_send(call *c, const ProtobufCMessage *msg, bool queue)
+{
+    (void)c, (void)msg, (void)queue;
+    return CALL_CLOSED; /* its one answer is call_reply's */
+}
+
 call_send_result call_send(call *c, const ProtobufCMessage *msg)
 {
-    return send_or_queue(c, msg, false);
+    return c->ops->send(c, msg, false);
 }
 
 call_send_result call_send_queued(call *c, const ProtobufCMessage *msg)
 {
-    return send_or_queue(c, msg, true);
+    return c->ops->send(c, msg, true);
 }
 
 int call_send_backlog(call *c)
@@ -724,12 +751,30 @@ static void init_tag(call_tag *t, call *c, void (*done)(cq_tag *, bool))
     t->owner = c;
 }
 
+static void grpc_release(call *c)
+{
+    grpc_slice_unref(c->request_id_metadata.value);
+    grpc_call_unref(c->gc);
+}
+
+static void local_release(call *c)
+{
+    (void)c; /* its sink's context is its opener's */
+}
+
+static const call_ops GRPC_CALL_OPS = {
+    .finish = grpc_finish, .reply = grpc_reply, .send = grpc_send, .release = grpc_release};
+static const call_ops LOCAL_CALL_OPS = {
+    .finish = local_finish, .reply = local_reply, .send = local_send, .release = local_release};
+
 /* A call with one reference (its creator's), counted live; NULL when out
  * of memory. */
-static call *call_new(const call_handler *h, const char *method, gpr_timespec deadline)
+static call *call_new(const call_ops *ops, const call_handler *h, const char *method,
+                      gpr_timespec deadline)
 {
     call *c = calloc(1, sizeof *c);
     if (!c) return NULL;
+    c->ops = ops;
     c->h = h;
     snprintf(c->method, sizeof c->method, "%s", method);
     c->metrics_method = metrics_method_index(h ? h->path : NULL);
@@ -747,7 +792,7 @@ static call *call_new(const call_handler *h, const char *method, gpr_timespec de
 void call_accept(grpc_call *gc, const call_handler *h, const char *method, gpr_timespec deadline,
                  const grpc_metadata_array *request_metadata, const rpc_status *refused)
 {
-    call *c = call_new(h, method, deadline);
+    call *c = call_new(&GRPC_CALL_OPS, h, method, deadline);
     if (!c) {
         /* no memory to track the call: refuse it rather than lose it */
         grpc_call_cancel_with_status(gc, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory", NULL);
@@ -782,7 +827,7 @@ void call_accept(grpc_call *gc, const call_handler *h, const char *method, gpr_t
 call *call_open(const call_handler *h, const char *method, const request_context *context,
                 const call_sink *sink)
 {
-    call *c = call_new(h, method, gpr_inf_future(GPR_CLOCK_MONOTONIC));
+    call *c = call_new(&LOCAL_CALL_OPS, h, method, gpr_inf_future(GPR_CLOCK_MONOTONIC));
     if (c) {
         c->context = *context;
         c->sink = *sink;

@@ -106,6 +106,32 @@ static http1_result check_partial_request_line(const char *line, size_t n, const
     return HTTP1_MORE;
 }
 
+static bool host_is_valid(const char *v, size_t n);
+
+/* The path of an absolute-form target ("http://host/path?query", RFC 9112
+ * 3.2.2: a server must take it as it takes the origin form, the path
+ * routed). With no path ("http://host", "http://host?q") it is "/": the
+ * second slash of "//". False when target is not one. */
+static bool absolute_form_path(const char *target, size_t n, const char **path, size_t *path_len)
+{
+    size_t scheme = n >= 7 && strncasecmp(target, "http://", 7) == 0    ? 7
+                    : n >= 8 && strncasecmp(target, "https://", 8) == 0 ? 8
+                                                                        : 0;
+    if (!scheme) return false;
+    size_t end = scheme;
+    while (end < n && target[end] != '/' && target[end] != '?')
+        end++;
+    if (end == scheme || !host_is_valid(target + scheme, end - scheme)) return false;
+    if (end < n && target[end] == '/') {
+        *path = target + end;
+        *path_len = n - end;
+    } else {
+        *path = target + scheme - 1;
+        *path_len = 1;
+    }
+    return true;
+}
+
 static http1_result parse_request_line(const char *buf, const char *line, size_t n,
                                        const http1_limits *lim, http1_request *req,
                                        http1_error *err)
@@ -117,25 +143,31 @@ static http1_result parse_request_line(const char *buf, const char *line, size_t
         return fail(err, 400, MALFORMED, "the request line is not METHOD TARGET HTTP-VERSION");
     const char *target = sp1 + 1;
     size_t target_len = (size_t)(sp2 - target);
-    if (target_len == 0 || target[0] != '/')
-        return fail(err, 400, MALFORMED,
-                    "the request target is not in origin form (a path starting with /)");
     for (size_t i = 0; i < target_len; i++)
         if (!is_target_byte((unsigned char)target[i]))
             return fail(err, 400, MALFORMED, "the request target holds a control byte");
+    const char *path = target;
+    size_t path_len = target_len;
+    if (target_len == 0 ||
+        (target[0] != '/' && !absolute_form_path(target, target_len, &path, &path_len)))
+        return fail(err, 400, MALFORMED,
+                    "the request target is neither in origin form (a path starting with /) nor "
+                    "in absolute form (http://host/path)");
     const char *version = sp2 + 1;
     size_t vlen = (size_t)(line + n - version);
     if (vlen != 8 || memcmp(version, "HTTP/", 5) != 0 || version[5] < '0' || version[5] > '9' ||
         version[6] != '.' || version[7] < '0' || version[7] > '9')
         return fail(err, 400, MALFORMED, "the request line does not end with an HTTP version");
-    if (version[5] != '1' || (version[7] != '0' && version[7] != '1'))
+    if (version[5] != '1')
         return fail(err, 505, "http_version_not_supported",
-                    "the HTTP version is not served: HTTP/1.1 and HTTP/1.0 are");
+                    "the HTTP version is not served: HTTP/1.x is");
     req->method = span(buf, line, (size_t)(sp1 - line));
     req->target = span(buf, target, target_len);
-    const char *query = memchr(target, '?', target_len);
-    req->path = span(buf, target, query ? (size_t)(query - target) : target_len);
-    req->minor = version[7] - '0';
+    const char *query = memchr(path, '?', path_len);
+    req->path = span(buf, path, query ? (size_t)(query - path) : path_len);
+    /* a later 1.x is served as 1.1, the highest minor this server
+     * implements (RFC 9110 2.5) */
+    req->minor = version[7] == '0' ? 0 : 1;
     return HTTP1_MORE;
 }
 
@@ -197,8 +229,6 @@ static bool element_is(const char *e, size_t n, const char *s)
 }
 
 typedef struct {
-    size_t codings;
-    bool chunked_last;
     bool chunked_seen;
     bool other;
 } codings;
@@ -218,7 +248,6 @@ static http1_result read_coding(const char *e, size_t n, void *ctx, http1_error 
         return fail(err, 400, MALFORMED, "chunked is not the final transfer coding (RFC 9112)");
     c->chunked_seen = chunked;
     c->other |= !chunked;
-    c->codings++;
     return HTTP1_MORE;
 }
 
@@ -260,7 +289,7 @@ static http1_result read_length(const char *v, size_t n, http1_request *req, htt
  * connection. */
 static http1_result read_framing(const char *buf, http1_request *req, http1_error *err)
 {
-    size_t lengths = 0, hosts = 0;
+    size_t lengths = 0, hosts = 0, encodings = 0;
     codings tc = {0};
     int connection = 0;
     for (size_t i = 0; i < req->n_fields; i++) {
@@ -272,6 +301,7 @@ static http1_result read_framing(const char *buf, http1_request *req, http1_erro
                             "the request has several Content-Length headers (RFC 9112)");
             if (read_length(v, f->value.len, req, err) == HTTP1_ERROR) return HTTP1_ERROR;
         } else if (http1_span_is(buf, f->name, "transfer-encoding")) {
+            encodings++;
             if (each_element(v, f->value.len, read_coding, &tc, err) == HTTP1_ERROR)
                 return HTTP1_ERROR;
         } else if (http1_span_is(buf, f->name, "host")) {
@@ -286,12 +316,15 @@ static http1_result read_framing(const char *buf, http1_request *req, http1_erro
     }
     if (req->minor == 1 && hosts == 0)
         return fail(err, 400, MALFORMED, "an HTTP/1.1 request has no Host header (RFC 9112 3.2)");
-    if (tc.codings && lengths)
+    /* the field's presence decides, not its codings: an empty one (",",
+     * a tab) is a Transfer-Encoding whose final coding is not chunked,
+     * never one that is not there (RFC 9112 6.3) */
+    if (encodings && lengths)
         return fail(err, 400, MALFORMED,
                     "the request has both Content-Length and Transfer-Encoding (RFC 9112)");
-    if (tc.codings && req->minor == 0)
+    if (encodings && req->minor == 0)
         return fail(err, 400, MALFORMED, "an HTTP/1.0 request has a Transfer-Encoding (RFC 9112)");
-    if (tc.codings && !tc.chunked_seen)
+    if (encodings && !tc.chunked_seen)
         return fail(err, 400, MALFORMED, "chunked is not the final transfer coding (RFC 9112)");
     if (tc.other)
         return fail(err, 501, "unsupported_transfer_coding",

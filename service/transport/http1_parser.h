@@ -7,9 +7,11 @@
  *   - the request line: a method token, one space, an origin-form target
  *     ("/..."; bytes 0x80-0xFF are taken, so that a path that is not
  *     UTF-8 reaches the router and its log escaped; control bytes, space
- *     and DEL are not), one space, HTTP/1.0 or HTTP/1.1; another
- *     HTTP/x.y is 505, anything else 400; a target past max_target bytes
- *     is 414 (as soon as it is that long);
+ *     and DEL are not) or an absolute-form one ("http://host/...", whose
+ *     path is routed: RFC 9112 3.2.2), one space, HTTP/1.x (a minor
+ *     version past 1 is taken as 1.1: RFC 9110 2.5); another HTTP/x.y is
+ *     505, anything else 400; a target past max_target bytes is 414 (as
+ *     soon as it is that long);
  *   - header fields: a token name with no whitespace before the colon, no
  *     obs-fold (a line starting with a space), a value of visible bytes,
  *     spaces, tabs and obs-text: NUL, CR, LF and other control bytes are
@@ -81,7 +83,7 @@ typedef struct {
 
 /* A request head, filled by http1_head_feed. */
 typedef struct {
-    http1_span method, target, path; /* path: the target up to '?' */
+    http1_span method, target, path; /* path: the target's path, up to '?' */
     int minor;                       /* HTTP/1.minor: 0 or 1 */
     http1_field fields[HTTP1_MAX_FIELDS];
     size_t n_fields;

@@ -8,11 +8,14 @@
  *   - accepts every connection at once, so the kernel's listen queue never
  *     grows (a client past the limits below is answered 503 and closed);
  *   - holds at most max_connections at a time, and max_per_peer from one
- *     address; at a limit, the oldest connection still reading a request
- *     (its headers, its body, or idle between two requests) makes room for
- *     the new one (one with bytes not yet read is passed over: its request
- *     is there), so slow clients (a slowloris) only push each other out,
- *     and a client that sends its request at once always gets in;
+ *     address; at a limit, the connection whose client has left its
+ *     answers unread the longest (past the 128 KiB of answers a connection
+ *     may leave unsent in the kernel) makes room for the new one, else the
+ *     oldest connection still reading a request (its headers, its body, or
+ *     idle between two requests; one with bytes not yet read is passed
+ *     over: its request is there), so slow clients (a slowloris) and
+ *     clients that read nothing only push each other out, and a client
+ *     that sends its request at once always gets in;
  *   - gives each request deadlines, not an idle timeout that every byte
  *     restarts: its request line and headers within header_ms of the
  *     connection's start or of the previous answer; its body at
@@ -21,7 +24,14 @@
  *     answer taken within header_ms of being ready; and, when lifetime_ms
  *     is set, the whole connection within lifetime_ms of its accept. Past
  *     a deadline the socket is shut down and the connection closed,
- *     unanswered.
+ *     unanswered;
+ *   - counts the body bytes received, as they arrive, against
+ *     max_receive_bytes for all connections together: when a piece does
+ *     not fit, the body readers slower than its own (fewest bytes a second
+ *     since their body began) are shut, slowest first, to make room, and
+ *     when none is slower the request is over_budget (a body announced
+ *     huge and trickled holds only what it sent, and loses it to any
+ *     faster one).
  *
  * Requests on a connection are served one at a time, in order (a
  * pipelined request waits, unread, for the answer before it). A handler
@@ -52,6 +62,9 @@ typedef struct {
     int64_t header_ms;
     int64_t body_min_rate; /* bytes a second, > 0 */
     int64_t lifetime_ms;   /* 0: none */
+    /* body bytes received for requests whose body is not whole, all
+     * connections together (the receive budget); 0: none */
+    int64_t max_receive_bytes;
 } http_listener_limits;
 
 /* A request, from begin until finished returns. */
@@ -83,6 +96,10 @@ typedef struct {
     /* The parser refused the body (e): the handler answers with the
      * refusal (else refused's answer is sent). Optional. */
     void (*failed)(void *state, const http1_error *e);
+    /* The receive budget is spent and no slower body reader could be shut
+     * for this request's next piece (which is dropped): the handler
+     * answers (else the connection closes unanswered). Optional. */
+    void (*over_budget)(void *state);
     /* The client hung up while the answer is awaited: it must still come. */
     void (*hangup)(void *state); /* optional */
     /* The request is over: its answer went out whole, or not. */

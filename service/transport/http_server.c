@@ -20,7 +20,6 @@
 #include "http_server.h"
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,9 +42,8 @@
 struct http_server {
     http_listener *listener;
     http_options opt;
-    tls_pem_pair pem;       /* kept while the server runs */
-    char *refusal;          /* the 503 of a connection past the limits: JSON */
-    atomic_llong receiving; /* bytes held for bodies being received */
+    tls_pem_pair pem; /* kept while the server runs */
+    char *refusal;    /* the 503 of a connection past the limits: JSON */
 };
 
 typedef struct {
@@ -56,7 +54,7 @@ typedef struct {
     call *c;
     char *body;
     size_t len, cap;
-    int64_t reserved; /* of srv->receiving */
+    size_t announced; /* Content-Length + 1; 0: chunked */
 
     char origin[256]; /* a CORS origin allowed, answered; "" for none */
     bool preflight;   /* a CORS preflight, answered with no body */
@@ -65,6 +63,24 @@ typedef struct {
     pthread_cond_t answered;
     bool ended; /* on_end has answered: nothing of ex is touched by it after */
 } exchange;
+
+static const char *method_of(const http_endpoint *ep)
+{
+    return ep->method ? ep->method : "POST";
+}
+
+/* What a path takes: HEAD beside GET (RFC 9110 9.1: a server that takes
+ * GET on a path takes HEAD, answered as GET without the body). */
+static const char *allowed_of(const http_endpoint *ep)
+{
+    return strcmp(method_of(ep), "GET") == 0 ? "GET, HEAD" : method_of(ep);
+}
+
+static bool takes(const http_endpoint *ep, const char *method)
+{
+    return strcmp(method, method_of(ep)) == 0 ||
+           (strcmp(method, "HEAD") == 0 && strcmp(method_of(ep), "GET") == 0);
+}
 
 /* The header fields of an answer of status: its request id (when it
  * answers a request), and what the status calls for. */
@@ -87,7 +103,7 @@ static void answer_headers(unsigned status, const exchange *ex, char *buf, size_
     if (status == 401) n += snprintf(buf + n, cap - (size_t)n, "WWW-Authenticate: Bearer\r\n");
     if (status == 405)
         n += snprintf(buf + n, cap - (size_t)n, "Allow: %s\r\n",
-                      ex && ex->ep && ex->ep->method ? ex->ep->method : "POST");
+                      ex && ex->ep && ex->ep->method ? allowed_of(ex->ep) : "POST");
     if (status == 429 || status == 503)
         n += snprintf(buf + n, cap - (size_t)n, "Retry-After: 1\r\n");
     if (n == 0) buf[0] = '\0';
@@ -144,31 +160,16 @@ static void on_end(call *c, void *ctx, const rpc_status *st, const ProtobufCMess
     pthread_mutex_unlock(&ex->mu);
 }
 
-/* Takes n bytes of the receive budget for ex; false when it is spent. */
-static bool reserve(exchange *ex, int64_t n)
+/* The listener's receive budget is spent by bodies arriving faster than
+ * this one. */
+static void refuse_buffer_full(void *state)
 {
-    http_server *s = ex->srv;
-    long long now = atomic_fetch_add(&s->receiving, n) + n;
-    if (now > s->opt.max_receive_buffer) {
-        atomic_fetch_sub(&s->receiving, n);
-        return false;
-    }
-    ex->reserved += n;
-    return true;
-}
-
-static void release(exchange *ex)
-{
-    atomic_fetch_sub(&ex->srv->receiving, ex->reserved);
-    ex->reserved = 0;
-}
-
-static void refuse_buffer_full(exchange *ex)
-{
+    exchange *ex = state;
     rpc_status st;
     rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, "receive_buffer_full", NULL,
                    "the server holds %lld bytes of request bodies still arriving, its limit "
-                   "(--max-receive-buffer): retry later",
+                   "(--max-receive-buffer), none of them arriving slower than this one: retry "
+                   "later",
                    (long long)ex->srv->opt.max_receive_buffer);
     call_finish(ex->c, &st);
 }
@@ -183,25 +184,17 @@ static void refuse_too_large(exchange *ex, unsigned long long size, const char *
     call_finish(ex->c, &st);
 }
 
-/* Room for the body the client announced (Content-Length), taken at once:
- * it is refused before any of it is read when it is too large. */
+/* The body the client announced (Content-Length) is refused before any of
+ * it is read when it is too large; else the buffer grows as it arrives
+ * (the listener counts what arrives against the receive budget), never
+ * past the announced size. */
 static void expect_body(exchange *ex, unsigned long long n)
 {
     if (n > (unsigned long long)ex->srv->opt.max_body_bytes) {
         refuse_too_large(ex, n, "announced: ");
         return;
     }
-    if (!reserve(ex, (int64_t)n + 1)) {
-        refuse_buffer_full(ex);
-        return;
-    }
-    if (!(ex->body = malloc(n + 1))) {
-        rpc_status st;
-        rpc_status_set(&st, GRPC_STATUS_RESOURCE_EXHAUSTED, NULL, NULL, "out of memory");
-        call_finish(ex->c, &st);
-        return;
-    }
-    ex->cap = n + 1;
+    ex->announced = (size_t)n + 1;
 }
 
 /* A piece of the body. */
@@ -217,10 +210,7 @@ static void receive(exchange *ex, const char *data, size_t n)
         while (cap < ex->len + n + 1)
             cap *= 2;
         if ((int64_t)cap > limit + 1) cap = (size_t)limit + 1;
-        if (!reserve(ex, (int64_t)(cap - ex->cap))) {
-            refuse_buffer_full(ex);
-            return;
-        }
+        if (ex->announced && cap > ex->announced) cap = ex->announced;
         char *grown = realloc(ex->body, cap);
         if (!grown) {
             rpc_status st;
@@ -296,11 +286,6 @@ static void allow_origin(exchange *ex, const request_headers *h)
     ex->origin[h->origin_len] = '\0';
 }
 
-static const char *method_of(const http_endpoint *ep)
-{
-    return ep->method ? ep->method : "POST";
-}
-
 static const http_endpoint *find_endpoint(const http_server *s, const char *path)
 {
     for (size_t i = 0; i < s->opt.n_endpoints; i++)
@@ -361,9 +346,9 @@ static void *begin(void *cls, http_request *rq)
         rpc_status_set(&st, GRPC_STATUS_UNIMPLEMENTED, "not_found", NULL,
                        "nothing is served at this path; the endpoints are %s", served);
         call_finish(ex->c, &st);
-    } else if (strcmp(rq->method, method_of(ex->ep)) != 0) {
+    } else if (!takes(ex->ep, rq->method)) {
         rpc_status_set(&st, GRPC_STATUS_UNIMPLEMENTED, "method_not_allowed", NULL,
-                       "%s takes %s, not %.16s", ex->ep->path, method_of(ex->ep), rq->method);
+                       "%s takes %s, not %.16s", ex->ep->path, allowed_of(ex->ep), rq->method);
         call_finish(ex->c, &st);
     } else if (h.content_type && !is_json(h.content_type, h.content_type_len)) {
         rpc_status_set(&st, GRPC_STATUS_INVALID_ARGUMENT, "unsupported_media_type", NULL,
@@ -391,7 +376,6 @@ static void on_complete(void *state)
     free(ex->body);
     ex->body = NULL;
     ex->len = ex->cap = 0;
-    release(ex);
 }
 
 static void on_hangup(void *state)
@@ -434,7 +418,6 @@ static void on_finished(void *state, bool sent)
     pthread_mutex_unlock(&ex->mu);
     call_unref(ex->c);
     free(ex->body);
-    release(ex);
     pthread_cond_destroy(&ex->answered);
     pthread_mutex_destroy(&ex->mu);
     free(ex);
@@ -489,7 +472,6 @@ lms_status http_server_start(const http_options *opt, http_server **out, lms_err
     http_server *s = calloc(1, sizeof *s);
     if (!s) return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "out of memory");
     s->opt = *opt;
-    atomic_init(&s->receiving, 0);
     bool tls = opt->tls_cert && opt->tls_cert[0];
     lms_status st = LMS_OK;
     if (tls) st = tls_read_pair(opt->tls_cert, opt->tls_key, &s->pem, err);
@@ -501,7 +483,8 @@ lms_status http_server_start(const http_options *opt, http_server **out, lms_err
         .limits = {.max_connections = opt->max_connections,
                    .max_per_peer = opt->max_per_peer,
                    .header_ms = opt->header_timeout_ms,
-                   .body_min_rate = opt->body_min_rate},
+                   .body_min_rate = opt->body_min_rate,
+                   .max_receive_bytes = opt->max_receive_buffer},
         .parse_limits = {.max_target = MAX_URI_BYTES, .max_fields_bytes = MAX_HEADER_BYTES},
         .threads = HTTP_THREADS,
         .tls_key = tls ? s->pem.key : NULL,
@@ -512,6 +495,7 @@ lms_status http_server_start(const http_options *opt, http_server **out, lms_err
                     .body = on_body,
                     .complete = on_complete,
                     .failed = on_failed,
+                    .over_budget = refuse_buffer_full,
                     .hangup = on_hangup,
                     .finished = on_finished,
                     .refused = on_refused},

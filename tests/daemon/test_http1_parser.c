@@ -4,7 +4,7 @@
  * (HTTP/1.0, keep-alive rules, Expect, OWS, one empty line first), each
  * refusal with its status and reason (request line, version, limits as soon
  * as they are passed, field syntax, control bytes in values, Host, the
- * framing fields), and chunked bodies (sizes, extensions, trailers, the
+ * framing fields, an empty Transfer-Encoding), and chunked bodies (sizes, extensions, trailers, the
  * bytes after the end left alone, and each refusal). fuzz_http1_parser
  * feeds it arbitrary bytes.
  */
@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +98,24 @@ static void test_what_it_takes(void **state)
     assert_int_equal(parse("GET / HTTP/1.0\r\nExpect: 100-continue\r\n\r\n", false, &req, &err),
                      HTTP1_DONE);
     assert_false(req.expect_continue);
+    /* a later 1.x is 1.1 (RFC 9110 2.5) */
+    assert_int_equal(parse("GET / HTTP/1.2\r\nHost: a\r\n\r\n", false, &req, &err), HTTP1_DONE);
+    assert_int_equal(req.minor, 1);
+    assert_true(req.keep_alive);
+    /* the absolute form's path is routed (RFC 9112 3.2.2); with none, "/" */
+    static const char *absolute[][2] = {{"http://a/v1/score?x=1", "/v1/score"},
+                                        {"HTTPS://a:80/b", "/b"},
+                                        {"http://a", "/"},
+                                        {"http://a?x=/y", "/"}};
+    for (size_t i = 0; i < sizeof absolute / sizeof *absolute; i++) {
+        char text[128];
+        snprintf(text, sizeof text, "GET %s HTTP/1.1\r\nHost: a\r\n\r\n", absolute[i][0]);
+        for (int bytewise = 0; bytewise < 2; bytewise++) {
+            assert_int_equal(parse(text, bytewise, &req, &err), HTTP1_DONE);
+            expect_span(text, req.target, absolute[i][0]);
+            expect_span(text, req.path, absolute[i][1]);
+        }
+    }
     /* obs-text in the path: routed as sent */
     assert_int_equal(parse("GET /\xff\xfe HTTP/1.1\r\nHost: a\r\n\r\n", false, &req, &err),
                      HTTP1_DONE);
@@ -114,13 +133,17 @@ static const refusal REFUSALS[] = {
     {"GA\x01RBAGE", 400, "malformed_request"},
     {" GET / HTTP/1.1\r\n", 400, "malformed_request"},
     {"GET  / HTTP/1.1\r\n", 400, "malformed_request"},
-    {"GET http://a/ HTTP/1.1\r\n", 400, "malformed_request"},
+    {"GET ftp://a/ HTTP/1.1\r\n", 400, "malformed_request"},
+    {"GET http:///a HTTP/1.1\r\n", 400, "malformed_request"},
+    {"GET http://u@a/ HTTP/1.1\r\n", 400, "malformed_request"},
+    {"GET http:/a HTTP/1.1\r\n", 400, "malformed_request"},
     {"GET * HTTP/1.1\r\n", 400, "malformed_request"},
     {"GET /a\x7f HTTP/1.1\r\n", 400, "malformed_request"},
     {"GET / HTTP/1.1 \r\n", 400, "malformed_request"},
     {"GET / http/1.1\r\n", 400, "malformed_request"},
     {"GET / HTTP/2.0\r\n", 505, "http_version_not_supported"},
-    {"GET / HTTP/1.2\r\n", 505, "http_version_not_supported"},
+    {"GET / HTTP/2.1\r\n", 505, "http_version_not_supported"},
+    {"GET / HTTP/0.9\r\n", 505, "http_version_not_supported"},
     {"GET / HTTP/1.1\n", 400, "malformed_request"},
     {"GET / HTTP/1.1\r\r\n", 400, "malformed_request"},
     {"\r\n\r\nGET / HTTP/1.1\r\n", 400, "malformed_request"},
@@ -164,6 +187,13 @@ static const refusal REFUSALS[] = {
     {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501,
      "unsupported_transfer_coding"},
     {"GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400, "malformed_request"},
+    /* an empty Transfer-Encoding is one, whose final coding is not chunked */
+    {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: ,\r\nContent-Length: 2\r\n\r\n", 400,
+     "malformed_request"},
+    {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n\r\n", 400, "malformed_request"},
+    {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\t\r\n\r\n", 400, "malformed_request"},
+    {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: , ,\r\n\r\n", 400, "malformed_request"},
+    {"GET / HTTP/1.0\r\nTransfer-Encoding:\r\n\r\n", 400, "malformed_request"},
 };
 
 static void test_each_refusal_has_its_status_and_reason(void **state)

@@ -7,8 +7,9 @@
  * - the head parser gives the same result, request and error whole and in
  *   pieces (its incremental state loses nothing);
  * - a head it takes lies within the bytes, ends with CRLF CRLF, has a
- *   token method, a path starting with '/', no control byte in a target
- *   or a field value (NUL, CR and LF above all), a version of 1.0 or 1.1,
+ *   token method, a path starting with '/' (an absolute-form target's
+ *   too), no control byte in a target or a field value (NUL, CR and LF
+ *   above all), a minor version of 0 or 1 (a later 1.x is taken as 1.1),
  *   and at most one of Content-Length and chunked; its limits hold;
  * - every refusal has a status and reason of the documented set;
  * - a chunked body after the head decodes to the same bytes, result and

@@ -4,7 +4,8 @@ apply_softmax, item_first, empty items, label texts, logprobs, every
 algorithm, a delimiter); every error has the HTTP status a client expects
 and the gRPC call's reason and field; bodies over the limits are refused
 without being held (a 1 GiB Content-Length, a chunked body past the limit,
-slow bodies against the receive budget) and memory stays bounded; a client
+slow bodies against the receive budget, the slowest closed for faster
+ones) and memory stays bounded; a client
 that hangs up cancels its call; the calls are counted in the metrics; the
 queue, the loading and the drain answer 429 and 503 (and GET /health
 says so). /v2/rerank and /rerank rank with /v1/rerank's numbers in their
@@ -16,6 +17,7 @@ import math
 import os
 import re
 import signal
+import socket
 import struct
 import subprocess
 import threading
@@ -320,7 +322,7 @@ def test_get_paths(daemon, api):
     assert status == 200 and got["openapi"].startswith("3.1")
     for path in ("/health", "/v1/models", "/openapi.json"):
         status, headers, got = api.post(path, {})
-        assert status == 405 and headers["Allow"] == "GET", got
+        assert status == 405 and headers["Allow"] == "GET, HEAD", got
         assert http_error(got) == ("method_not_allowed", None)
     # apart from the scoring calls, as gRPC health is
     daemon.wait_idle()
@@ -541,6 +543,26 @@ def test_not_served(small):
     assert http_error(got) == ("method_not_allowed", None)
 
 
+def test_head_is_get_without_the_body(small):
+    """RFC 9110 9.1: HEAD on every GET path is answered as GET, with its
+    Content-Length and no body (the next answer on the connection follows
+    the head at once); on a POST path it is 405."""
+    for path in (b"/health", b"/v1/models", b"/openapi.json"):
+        get = b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % path
+        with raw_request(small[0].port, get, timeout=30) as s:
+            whole = read_until_close(s)
+        body = whole.partition(b"\r\n\r\n")[2]
+        with raw_request(small[0].port, get.replace(b"GET", b"HEAD").replace(
+                b"Connection: close\r\n", b"") + get, timeout=30) as s:
+            got = read_until_close(s)
+        head, _, rest = got.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 "), got
+        assert b"\r\nContent-Length: %d\r\n" % len(body) in head, (head, len(body))
+        assert rest.startswith(b"HTTP/1.1 200 "), rest[:200]  # no body between
+    status, headers, got = small[0].post("/v1/score", b"", method="HEAD")
+    assert status == 405 and headers["Allow"] == "POST", (status, headers)
+
+
 SMUGGLING = {
     "repeated_content_length": (b"Content-Length: %d\r\nContent-Length: 5\r\n", 400,
                                 "malformed_request"),
@@ -557,6 +579,13 @@ SMUGGLING = {
                                  "malformed_request"),
     "chunked_twice": (b"Transfer-Encoding: chunked, chunked\r\nX-Length: %d\r\n", 400,
                       "malformed_request"),
+    # an empty Transfer-Encoding is there all the same: not chunked, so 400
+    "empty_transfer_encoding_and_length": (b"Transfer-Encoding: ,\r\nContent-Length: %d\r\n",
+                                           400, "malformed_request"),
+    "empty_transfer_encoding": (b"Transfer-Encoding:\r\nX-Length: %d\r\n", 400,
+                                "malformed_request"),
+    "tab_transfer_encoding": (b"Transfer-Encoding:\t\r\nX-Length: %d\r\n", 400,
+                              "malformed_request"),
 }
 
 
@@ -626,8 +655,9 @@ CHUNKED_HEAD = b"POST /v1/score HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunke
 PARSER_ERRORS = {
     "garbage_request_line": (b"GARBAGE\r\n\r\n", 400, "malformed_request"),
     "garbage_without_a_line_end": (b"GAR\x01BAGE", 400, "malformed_request"),
-    "absolute_form_target": (b"POST http://x/v1/score HTTP/1.1\r\nHost: x\r\n\r\n", 400,
-                             "malformed_request"),
+    "asterisk_form_target": (b"POST * HTTP/1.1\r\nHost: x\r\n\r\n", 400, "malformed_request"),
+    "absolute_form_of_another_scheme": (b"POST ftp://x/v1/score HTTP/1.1\r\nHost: x\r\n\r\n",
+                                        400, "malformed_request"),
     "http_2_0": (b"POST /v1/score HTTP/2.0\r\nHost: x\r\n\r\n", 505,
                  "http_version_not_supported"),
     "http_0_9": (b"POST /v1/score HTTP/0.9\r\nHost: x\r\n\r\n", 505,
@@ -660,6 +690,11 @@ PARSER_ERRORS = {
     "chunk_size_past_2_60": (CHUNKED_HEAD + b"1" + b"0" * 16 + b"\r\n{}\r\n0\r\n\r\n", 400,
                              "malformed_request"),
     "chunk_without_crlf": (CHUNKED_HEAD + b"2\r\n{}xx0\r\n\r\n", 400, "malformed_request"),
+    # past --max-message-bytes (4096), its end in the same read: closed all
+    # the same, so the request after it is not read
+    "chunked_past_the_limit_whole": (
+        CHUNKED_HEAD + b"1770\r\n" + b" " * 6000 + b"\r\n0\r\n\r\n" +
+        b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n", 413, "message_too_large"),
 }
 
 
@@ -679,7 +714,8 @@ def test_the_parser_refusals_are_json_once_and_close(small, case):
 def test_what_the_parser_takes(small):
     """The other side of the refusals: HTTP/1.0, chunk extensions and
     trailers, an empty line before the request, optional whitespace around
-    a value and Expect: 100-continue are served."""
+    a value, an absolute-form target (RFC 9112 3.2.2), HTTP/1.2 (served as
+    1.1: RFC 9110 2.5) and Expect: 100-continue are served."""
     body = ONE_ITEM
     chunked = (b"%x;ext=1\r\n%s\r\n0\r\nX-Trailer: t\r\n\r\n" % (len(body), body))
     requests = [
@@ -688,6 +724,12 @@ def test_what_the_parser_takes(small):
         b"Transfer-Encoding: chunked\r\n\r\n" + chunked,
         b"POST /v1/score HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
         b"Content-Length:   %d  \r\n\r\n%s" % (len(body), body),
+        b"POST http://x/v1/score HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body),
+        b"POST HTTPS://x:8080/v1/score?q=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body),
+        b"POST /v1/score HTTP/1.2\r\nHost: x\r\nConnection: close\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body),
     ]
     for data in requests:
         s = raw_request(small[0].port, data, timeout=30)
@@ -905,34 +947,69 @@ def test_a_chunked_body_past_the_limit_is_cut_off(bounded):
                                                      code="RESOURCE_EXHAUSTED") + 1
 
 
-def test_slow_bodies_share_the_receive_budget(bounded):
-    """Bodies that arrive slowly hold at most their announced size each, and
-    together no more than --max-receive-buffer: past it a body is refused
-    (503 receive_buffer_full) before it is read."""
+def still_unanswered(s):
+    """Whether the server has neither answered on s nor closed it."""
+    s.setblocking(False)
+    try:
+        s.recv(1, socket.MSG_PEEK)  # an answer, or b"": closed
+        return False
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        s.setblocking(True)
+
+
+def test_bodies_announced_huge_hold_only_what_arrived(bounded):
+    """A body holds the receive budget for the bytes that have arrived, not
+    for its Content-Length: four clients that announce 8 MB each (twice
+    --max-receive-buffer together) and trickle it shut no POST out."""
+    d, api = bounded
+    head = b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Length: 8000000\r\n\r\n"
+    slow = [raw_request(api.port, head + b" " * 1000) for _ in range(4)]
+    try:
+        time.sleep(0.3)
+        status, _, got = api.score({"query": [1], "items": [[2]], "label_token_ids": [3]})
+        assert status == 200, got
+        assert all(still_unanswered(s) for s in slow)
+    finally:
+        for s in slow:
+            s.close()
+
+
+def test_the_slowest_body_readers_make_room(bounded):
+    """When the bodies arriving hold all of --max-receive-buffer, the
+    slowest of them (fewest bytes a second since it began) is closed for a
+    faster one, which is served; memory stays within the budget."""
     d, api = bounded
     body = json.dumps({"query": [1], "items": [[2]], "label_token_ids": [3],
                        "pad": " " * (6 << 20)}).encode()
     sampler = RssSampler(d, period=0.05)
     base = d.rss_kb()
     head = b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
-    slow = [raw_request(api.port, head) for _ in range(2)]
-    time.sleep(0.5)
-    third = raw_request(api.port, head)
-    status, got = read_response(third)
-    third.close()
-    assert status == 503 and http_error(got) == ("receive_buffer_full", None), got
-    # the two slow ones, in 20 pieces over two seconds
-    step = len(body) // 20 + 1
-    for i in range(0, len(body), step):
-        for s in slow:
-            s.sendall(body[i:i + step])
-        time.sleep(0.1)
-    for s in slow:
-        status, got = read_response_keepalive(s)
-        s.close()
+    # 6 MB each of 16M, the rest never sent: the first stalls longest
+    slow = []
+    for _ in range(2):
+        slow.append(raw_request(api.port, head + body[:-1]))
+        time.sleep(0.5)
+    try:
+        fast = raw_request(api.port, head + body)
+        status, got = read_response_keepalive(fast)
+        fast.close()
+        sampler.stop()
         assert status == 200, got
-    sampler.stop()
-    assert (sampler.max_kb() - base) / 1024 < 2 * 6 + 2 * 8 + 32
+        assert not still_unanswered(slow[0])  # closed for the fast one
+        assert read_until_close(slow[0]) == b""  # unanswered
+        assert still_unanswered(slow[1])
+        slow[1].sendall(body[-1:])
+        status, got = read_response_keepalive(slow[1])
+        assert status == 200, got
+    finally:
+        sampler.stop()
+        for s in slow:
+            s.close()
+    assert (sampler.max_kb() - base) / 1024 < 16 + 2 * 8 + 32
 
 
 def read_response_keepalive(s):

@@ -204,6 +204,60 @@ def test_a_slow_reader_is_cut_at_the_answer_deadline():
         d.wait_for_log(r"call finished.*/openapi.json.*CANCELLED", 10)
 
 
+def server_send_queue(port, client):
+    """The bytes the daemon's socket for client (listening on port) holds
+    unsent or unacknowledged, from /proc/net/tcp (tx_queue)."""
+    local = "0100007F:%04X" % port
+    remote = "0100007F:%04X" % client.getsockname()[1]
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if fields[1] == local and fields[2] == remote:
+                return int(fields[4].split(":")[0], 16)
+    return None
+
+
+def test_clients_that_never_read_their_answers_make_room():
+    """Clients that pipeline large answers (200 GET /openapi.json, 6.6 MB)
+    and read none: each leaves at most 128 KiB of answers unsent in the
+    daemon's socket (then its answer waits, stalled), and with every slot
+    held by them (--http-max-connections 2) a new client is served: the
+    one whose answers have waited longest is closed for it, before any
+    reader."""
+    with Daemon("--http-listen", "127.0.0.1:0", "--http-max-connections", "2") as d:
+        api = Http(d)
+        request = b"GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n"
+        stuck = []
+        for _ in range(2):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect(("127.0.0.1", api.port))
+            s.sendall(request * 200)
+            stuck.append(s)
+            time.sleep(0.5)  # its answers fill what the sockets take
+        try:
+            for s in stuck:
+                queued = server_send_queue(api.port, s)
+                assert queued is not None and queued < 512 << 10, queued
+            with raw_connect(api.port, b"GET /health HTTP/1.1\r\nHost: x\r\n"
+                                       b"Connection: close\r\n\r\n", timeout=10) as probe:
+                got = read_until_close(probe)
+            assert got.startswith(b"HTTP/1.1 200 "), got
+            stuck[0].settimeout(10)
+            got = read_until_close(stuck[0])  # the answers it took, then the close
+            assert got.count(b"HTTP/1.1 200 ") < 200, len(got)
+            # the other was not touched: read now, every answer comes
+            stuck[1].settimeout(10)
+            got = b""
+            while got.count(b"HTTP/1.1 200 ") < 200:
+                chunk = stuck[1].recv(1 << 20)
+                assert chunk, got.count(b"HTTP/1.1 200 ")
+                got += chunk
+        finally:
+            for s in stuck:
+                s.close()
+
+
 def still_open(s):
     """Nothing comes on s within 0.5 s, not even its close."""
     s.settimeout(0.5)
@@ -256,6 +310,37 @@ def test_with_no_connection_to_push_out_a_client_gets_503_as_json():
         assert http_error(json.loads(got)) == ("too_many_connections", None), got
         # the waiting call was not touched: its client hanging up cancels it
         assert still_open(s)
+        s.close()
+        d.wait_idle(timeout=60)
+
+
+def test_a_refused_client_reads_its_503_not_a_reset():
+    """The 503 of a connection past the limits closes in stages (RFC 9112
+    9.6): the write side shut, what the client still sends read and
+    dropped until it closes. A client that sends its request and a 64 KiB
+    body before it reads gets the 503 every time, never a reset (closed at
+    once with the request unread, the connection was reset)."""
+    with Daemon("--http-listen", "127.0.0.1:0", "--http-max-connections", "1",
+                "--max-items", "100000") as d:
+        api = Http(d)
+        s = start_long_score(api.port, items=30000)
+        d.wait_jobs(1)
+        body = b"{" + b" " * (64 << 10) + b"}"
+        request = (b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
+                   % (len(body), body))
+        outcomes = []
+        for _ in range(20):
+            try:
+                with raw_connect(api.port, request, timeout=10) as r:
+                    time.sleep(0.05)  # the 503 and the close are in before it reads
+                    got = b""
+                    while chunk := r.recv(65536):
+                        got += chunk
+                outcomes.append(got.split(b"\r\n")[0])
+            except OSError as e:
+                outcomes.append(type(e).__name__)
+        assert outcomes == [b"HTTP/1.1 503 Service Unavailable"] * 20, outcomes
+        assert still_open(s)  # the running call was not touched
         s.close()
         d.wait_idle(timeout=60)
 
