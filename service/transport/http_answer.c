@@ -40,6 +40,8 @@ static const char *status_text(unsigned status)
         return "URI Too Long";
     case 415:
         return "Unsupported Media Type";
+    case 422:
+        return "Unprocessable Content";
     case 429:
         return "Too Many Requests";
     case 431:

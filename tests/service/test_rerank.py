@@ -10,6 +10,7 @@ answer says what was cut, and lmscore_truncated_items_total counts it. The
 Score API cuts only when asked. The Rerank RPC answers the HTTP paths'
 numbers, bit for bit, with the same cuts.
 """
+import json
 import struct
 
 import grpc
@@ -158,6 +159,21 @@ def test_a_bad_truncation_direction_is_422(small, direction):
                                           "truncation_direction": direction})
     assert status == 422, err
     assert http_error(err) == ("invalid_truncation_direction", "truncation_direction"), err
+
+
+def test_422_says_unprocessable_content(small):
+    api, _ = small
+    conn = api.connection()
+    try:
+        conn.request("POST", "/rerank", body=json.dumps(
+            {"query": QUERY, "texts": [SHORT], "truncate": True,
+             "truncation_direction": "sideways"}).encode(),
+            headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        resp.read()
+        assert (resp.status, resp.reason) == (422, "Unprocessable Content")
+    finally:
+        conn.close()
 
 
 def test_the_server_default():
