@@ -4,7 +4,7 @@
  *
  *   lmscore-local --model PATH --request FILE|- [--algorithm NAME]
  *                 [--delimiter ID] [--max-packed-tokens N] [--repeat N]
- *                 [--prefix-cache-mib N] [--precision auto|f32|bf16|int8|int8x2]
+ *                 [--prefix-cache-mib N] [--precision auto|f32|bf16|bf16x2|int8|int8x2]
  *                 [--isa auto|TIER]
  *
  * The request is JSON: {"query": [ids] | "text", "items": [[ids] | "text",
@@ -41,7 +41,7 @@ static int usage(void)
             "usage: lmscore-local --model PATH --request FILE|- [--algorithm "
             "auto|serial|packed_dense|packed_segment|prefill_extend]\n"
             "                     [--delimiter ID] [--max-packed-tokens N] [--repeat N]\n"
-            "                     [--prefix-cache-mib N] [--precision auto|f32|bf16|int8|int8x2]\n"
+            "                     [--prefix-cache-mib N] [--precision auto|f32|bf16|bf16x2|int8|int8x2]\n"
             "                     [--kv-cache-dtype auto|f32|f16] [--isa %s]\n"
             "--isa names the compute tier (default auto: the fastest the CPU runs).\n"
             "--repeat N scores the request N times and reports the last run's seconds\n"

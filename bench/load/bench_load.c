@@ -136,7 +136,7 @@ int main(int argc, char **argv)
     }
     if (usage || !model || reps < 1) {
         fprintf(stderr,
-                "usage: bench_load MODEL [--reps N] [--precision auto|f32|bf16|int8|int8x2] "
+                "usage: bench_load MODEL [--reps N] [--precision auto|f32|bf16|bf16x2|int8|int8x2] "
                 "[--isa %s]\n",
                 lms_isa_names());
         return 2;

@@ -10,9 +10,10 @@
  * times on all OpenMP threads:
  *
  *   sgemm        one threaded OpenBLAS call
- *   f32, bf16, int8, int8x2   lmscore's projections (matmul) on the tier's
- *                kernels, W packed in that format, x quantised per call to
- *                one or two codes per value
+ *   f32, bf16, bf16x2, int8, int8x2   lmscore's projections (matmul) on
+ *                the tier's kernels, W packed in that format, x quantised
+ *                (on a tier with bf16 activations, rounded to bf16) per call
+ *                to one or two codes (values) per value
  *   dnnl f32/bf16/int8   oneDNN's matmul primitive (when built with
  *                oneDNN), weights reordered once into the format it asks
  *                for; bf16 is given x already in bf16, int8 x already in
@@ -56,12 +57,12 @@ static const shape SHAPES[] = {{"q", 2048, 1024}, {"gate/up", 3072, 1024}, {"dow
 static const int32_t ROWS[] = {32, 128, 512, 2000};
 #define N_ROWS (int)(sizeof ROWS / sizeof ROWS[0])
 
-enum { SGEMM, F32, BF16, INT8, INT8X2, DNNL_F32, DNNL_BF16, DNNL_INT8, N_METHODS };
+enum { SGEMM, F32, BF16, BF16X2, INT8, INT8X2, DNNL_F32, DNNL_BF16, DNNL_INT8, N_METHODS };
 
 /* The peak of all threads (GFLOP/s or GOP/s) of the instruction under each
  * of lmscore's methods, 0 where there is none (peak.h). */
 static double method_peak[N_METHODS];
-static const char *METHOD_NAMES[N_METHODS] = {"sgemm",  "f32",      "bf16",      "int8",
+static const char *METHOD_NAMES[N_METHODS] = {"sgemm",  "f32",      "bf16",      "bf16x2",   "int8",
                                               "int8x2", "dnnl f32", "dnnl bf16", "dnnl int8"};
 
 typedef struct {
@@ -315,8 +316,11 @@ static bool bench_one(const matmul_config *cfg, const shape *s, int32_t m, int r
         int method;
         lms_weights_format format;
         double bound; /* relative error vs sgemm */
-    } runs[] = {
-        {F32, LMS_WEIGHTS_F32, 1e-5}, {BF16, LMS_WEIGHTS_BF16, 2e-2}, {INT8, LMS_WEIGHTS_Q8, 2e-2}};
+    } runs[] = {{F32, LMS_WEIGHTS_F32, 1e-5},
+                {BF16, LMS_WEIGHTS_BF16, 2e-2},
+                {BF16X2, LMS_WEIGHTS_BF16, 2e-2},
+                {INT8, LMS_WEIGHTS_Q8, 2e-2},
+                {INT8X2, LMS_WEIGHTS_Q8, 2e-2}};
     for (size_t i = 0; scratch && i < sizeof runs / sizeof runs[0]; i++) {
         if (!compute_tier_multiplies(cfg->tier, runs[i].format)) continue;
         lms_weights lw;
@@ -325,7 +329,7 @@ static bool bench_one(const matmul_config *cfg, const shape *s, int32_t m, int r
             ok = false;
             continue;
         }
-        lw.x_codes = runs[i].method == INT8X2 ? 2 : 1;
+        lw.x_codes = runs[i].method == INT8X2 || runs[i].method == BF16X2 ? 2 : 1;
         lms_ctx c = {cfg, &lw, scratch};
         seconds[runs[i].method] = best_seconds(run_lmscore, &p, &c, reps);
         double e = relative_error(y, ref, out);
@@ -423,13 +427,19 @@ int main(int argc, char **argv)
 #endif
     printf("threads %d; tier %s: f32 %s, bf16 %s, int8 %s; OpenBLAS %s (core %s); oneDNN %s\n",
            omp_get_max_threads(), tier->name, tier->kernels->f32->isa,
-           tier->kernels->w16 ? tier->kernels->w16->isa : "–",
+           tier->bf16_activations ? tier->name
+           : tier->kernels->w16   ? tier->kernels->w16->isa
+                                  : "–",
            tier->kernels->q8 ? tier->kernels->q8->isa : "–", openblas_get_config(),
            openblas_get_corename(), dnnl_note);
     const struct {
         int method;
         lms_weights_format format;
-    } peaks[] = {{F32, LMS_WEIGHTS_F32}, {BF16, LMS_WEIGHTS_BF16}, {INT8, LMS_WEIGHTS_Q8}};
+    } peaks[] = {{F32, LMS_WEIGHTS_F32},
+                 {BF16, LMS_WEIGHTS_BF16},
+                 {BF16X2, LMS_WEIGHTS_BF16},
+                 {INT8, LMS_WEIGHTS_Q8},
+                 {INT8X2, LMS_WEIGHTS_Q8}};
     double core_peak[PEAK_N] = {0}; /* each instruction measured once */
     printf("peak per core (bench_peak):");
     for (size_t i = 0; i < sizeof peaks / sizeof *peaks; i++) {

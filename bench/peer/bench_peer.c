@@ -6,7 +6,7 @@
  * first.
  *
  *   bench_peer --model FILE --request FILE --llama-lib DIR [--threads N]
- *              [--precision auto|f32|bf16|int8|int8x2] [--isa auto|TIER]
+ *              [--precision auto|f32|bf16|bf16x2|int8|int8x2] [--isa auto|TIER]
  *              [--rounds N] [--warmup N] [--llama-attention default|f32]
  *              [--expect-max-delta X]
  *
@@ -52,7 +52,7 @@ static int usage(void)
 {
     fprintf(stderr,
             "usage: bench_peer --model FILE --request FILE --llama-lib DIR [--threads N]\n"
-            "                  [--precision auto|f32|bf16|int8|int8x2] [--isa %s] [--rounds N]\n"
+            "                  [--precision auto|f32|bf16|bf16x2|int8|int8x2] [--isa %s] [--rounds N]\n"
             "                  [--warmup N] [--llama-attention default|f32]\n"
             "                  [--expect-max-delta X]\n",
             lms_isa_names());

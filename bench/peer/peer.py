@@ -7,7 +7,7 @@ ggml-ref/).
     python3 peer.py BUILD_DIR OUT_DIR
 
 The files: the Qwen3-0.6B geometry (lmscore-make-model --preset qwen3-0.6b)
-as f16 and Q8_0 (models-peer), and as Q4_K_M made from the f16 file by
+as f16, bf16 and Q8_0 (models-peer), and as Q4_K_M made from the f16 file by
 llama.cpp's own quantiser (llama_model_quantize, made here when missing or
 older than the f16 file), at the preset's projection std and at
 --projection-std 0.02 and 0.06.
@@ -20,8 +20,9 @@ older than the f16 file), at the preset's projection std and at
   median time over lmscore's.
 - accuracy: 100 items of 20 tokens after the same query, on every file of
   every std: llama.cpp (its defaults: flash attention, f16 K and V) and
-  lmscore --precision auto (bench_peer, one round), and on the quantised
-  files lmscore --precision int8x2 (lmscore-local), against lmscore
+  lmscore --precision auto (bench_peer, one round), on the bf16 files
+  lmscore --precision bf16x2 and on the quantised files lmscore --precision
+  int8x2 (lmscore-local, the exact modes), against lmscore
   --precision f32 on the same file (lmscore-local): mean and max
   |Δ logprob|, each label's Spearman correlation of the item ranking, top-1
   agreement. Before them, a parity check: llama.cpp's f32 path against
@@ -52,11 +53,11 @@ SPEED_ITEMS, ACCURACY_ITEMS, ITEM_TOKENS = 20, 100, 20
 ROUNDS = int(os.environ.get("PEER_ROUNDS", "3"))
 LIB_SUBDIR = os.path.join("ggml-ref", "node_modules", "@node-llama-cpp", "linux-x64", "bins",
                           "linux-x64")
-# variant: (title, file stem of its f16, Q8_0 and Q4_K_M files)
+# variant: (title, file stem of its f16, bf16, Q8_0 and Q4_K_M files)
 VARIANTS = {"preset": ("preset std (1/√fan_in)", "qwen3-0.6b"),
             "std0.02": ("projection std 0.02", "qwen3-0.6b-std0.02"),
             "std0.06": ("projection std 0.06", "qwen3-0.6b-std0.06")}
-FILE_TYPES = ("f16", "Q8_0", "Q4_K_M")
+FILE_TYPES = ("f16", "bf16", "Q8_0", "Q4_K_M")
 
 
 def model_file(build, stem, file_type):
@@ -96,6 +97,10 @@ def bench_peer(build, lib_dir, model, request, threads, isa, rounds, warmup, out
 
 
 def cpu_isa(flags):
+    if "amx_tile" in flags:
+        return "AMX"
+    if "avx512_bf16" in flags:
+        return "AVX-512 BF16"
     if "avx512_vnni" in flags or "avx512vnni" in flags:
         return "AVX-512 VNNI"
     if "avx512f" in flags:
@@ -191,8 +196,9 @@ def accuracy_part(build, out, lib_dir, threads, variants):
             ref = local.score(build, model, request, "f32")
             sides = [("llama.cpp", res["llama"]),
                      ("lmscore `auto` (%s)" % res["lmscore"]["precision"], res["lmscore"])]
-            if file_type != "f16":
-                sides.append(("lmscore `int8x2`", local.score(build, model, request, "int8x2")))
+            exact = {"f16": None, "bf16": "bf16x2"}.get(file_type, "int8x2")
+            if exact:
+                sides.append(("lmscore `%s`" % exact, local.score(build, model, request, exact)))
             for name, cand in sides:
                 m = accuracy.compare(cand, ref)
                 rho = sorted(per_label_spearman(cand, ref))

@@ -28,18 +28,20 @@
  *           then y = acc, or y = y + acc when accumulating
  *
  *   BF16 on the amx tiers:
- *           x[kk] = hi + lo, hi = bf16(x[kk]), lo = bf16(x[kk] - hi)
- *           (nearest even; lo = 0 where hi is not finite), zeros past k
- *           up to a multiple of 32; acc = 0; per chunk of 32 k values in
- *           order, for hi then lo: tdpbf16ps' step as the SDM defines it
+ *           x[kk] as hi = bf16(x[kk]) (nearest even) with one value per
+ *           activation value (x_codes 1: bf16), or hi + lo, lo =
+ *           bf16(x[kk] - hi) (0 where hi is not finite), with two
+ *           (bf16x2); zeros past k up to a multiple of 32; acc = 0; per
+ *           chunk of 32 k values in order, for hi (then lo): tdpbf16ps'
+ *           step as the SDM defines it
  *           (tile_emulated.c: chains of the even and of the odd k values
  *           from 0, fused multiply-adds with DAZ and FTZ, their sum added
  *           to acc); then y = acc, or y = y + acc when accumulating
  *
  *   BF16 on the avx512-bf16 tier:
- *           x[kk] = hi + lo as above, zeros past k; acc = 0; per pair p of
- *           k values (2p, 2p + 1; a weight past k is 0) in order, for hi
- *           then lo: VDPBF16PS' step as the SDM defines it
+ *           x[kk] as hi, or hi + lo, as above, zeros past k; acc = 0; per
+ *           pair p of k values (2p, 2p + 1; a weight past k is 0) in
+ *           order, for hi (then lo): VDPBF16PS' step as the SDM defines it
  *           (kernels_avx512_bf16_reference.c: the odd product, then the
  *           even one, each a fused multiply-add into acc with DAZ and FTZ);
  *           then y = acc, or y = y + acc when accumulating
@@ -172,9 +174,10 @@ typedef struct {
     const int32_t *comp; /* Q8: [rows × blocks × 2] */
     const float *sums;   /* Q8 with offsets: [rows × blocks] (q8_act_row.sum) */
     const int16_t *wide; /* Q8 when the kernels are wide: [rows × blocks × LMS_Q8_BLOCK] */
-    /* BF16 weights on a tier with bf16 activations: x as two bf16 values,
-     * hi = x rounded to bf16 (nearest even) and lo = the rest, x - hi,
-     * rounded to bf16 (0 where hi is not finite), each [rows ×
+    /* BF16 weights on a tier with bf16 activations: x as hi = x rounded
+     * to bf16 (nearest even) and, for a matrix with two values per
+     * activation value (x_codes 2), lo = the rest, x - hi, rounded to bf16
+     * (0 where hi is not finite; else bf16_lo is NULL), each [rows ×
      * kernel_bf16_stride(k)] with zeros past k */
     const uint16_t *bf16_hi, *bf16_lo;
 } matmul_input;

@@ -9,16 +9,16 @@
  * BF16. A panel is packed in k pairs (amx_bf16_at, the tier's bf16_at):
  * element (kk, j) at (kk/2)·2·LMS_PANEL + 2j + kk%2, so that 16 pairs of
  * 16 columns are one B tile read in place (rows 128 bytes apart); for an
- * odd k the last k value follows unpaired, k-major. x comes as two bf16
- * values, hi + lo (matmul_input.bf16_hi, _lo: zeros past k up to a
- * multiple of 32): one bf16 alone moves the demo models' log-probs past
- * the precision gates (docs/engine.md), two keep 16 bits of x.
+ * odd k the last k value follows unpaired, k-major. x comes as one bf16
+ * value (bf16: hi, x rounded once, as oneDNN and llama.cpp take it) or
+ * two (bf16x2: hi + lo, 16 bits of x) (matmul_input.bf16_hi, _lo: zeros
+ * past k up to a multiple of 32; the matrix's x_codes).
  * Per 16 rows of x and panel of 32 columns: C0 and C1 (the panel's two
  * halves of 16 columns) start at zero; per chunk of 32 k values in order,
- * A and A' (x's hi and lo, 16 rows × 32 bf16) and B0, B1 (16 pairs × 16
- * columns) are loaded and C0 += A·B0, C1 += A·B1, then C0 += A'·B0,
- * C1 += A'·B1 (tdpbf16ps); then y = C, or y = y + C. So every
- * element is kernels.h's bf16 sequence.
+ * A (x's hi, 16 rows × 32 bf16) and B0, B1 (16 pairs × 16 columns) are
+ * loaded and C0 += A·B0, C1 += A·B1, then with two values A' (x's lo)
+ * and C0 += A'·B0, C1 += A'·B1 (tdpbf16ps); then y = C, or y = y + C. So
+ * every element is kernels.h's bf16 sequence.
  *
  * Q8, every layout (weights.h): every GGUF block type and float weights
  * quantised at load. A block of a panel is 8 groups of 4 k values × 32
@@ -165,15 +165,16 @@ static inline void amx_bf16_block(const lms_weights *w, const matmul_input *in, 
             for (int32_t ch = 0; ch < chunks; ch++) {
                 size_t sa, sa2, sb0, sb1;
                 const uint16_t *a = amx_a(in, in->bf16_hi, r, ch, a_tail[0], &sa);
-                const uint16_t *a2 = amx_a(in, in->bf16_lo, r, ch, a_tail[1], &sa2);
                 const uint16_t *b0 = amx_b(panel, k, ch, 0, b_tail[0], &sb0);
                 const uint16_t *b1 = amx_b(panel, k, ch, 1, b_tail[1], &sb1);
                 tile_load(AMX_A, a, sa);
-                tile_load(AMX_A2, a2, sa2);
                 tile_load(AMX_B0, b0, sb0);
                 tile_load(AMX_B1, b1, sb1);
                 tile_dpbf16ps(AMX_C0, AMX_A, AMX_B0);
                 tile_dpbf16ps(AMX_C1, AMX_A, AMX_B1);
+                if (w->x_codes != 2) continue;
+                const uint16_t *a2 = amx_a(in, in->bf16_lo, r, ch, a_tail[1], &sa2);
+                tile_load(AMX_A2, a2, sa2);
                 tile_dpbf16ps(AMX_C0, AMX_A2, AMX_B0);
                 tile_dpbf16ps(AMX_C1, AMX_A2, AMX_B1);
             }

@@ -19,12 +19,13 @@
  * two zmm of 16 dwords, dword j the pair (even k low, odd k high) that
  * vdpbf16ps multiplies in lane j; for an odd k the last value follows
  * unpaired, k-major, and is read as the even half of a pair whose odd half
- * is 0. x comes as two bf16 values, hi + lo (matmul_input.bf16_hi, _lo,
- * zeros past k), one x pair broadcast to every lane.
+ * is 0. x comes as one bf16 value (bf16: hi, x rounded once) or two (bf16x2:
+ * hi + lo; matmul_input.bf16_hi, _lo, zeros past k), one x pair broadcast
+ * to every lane.
  *
  * Per element, kernels.h's avx512-bf16 sequence: acc = 0; per pair p of k
- * values in order, acc = vdpbf16ps(acc, hi pair, w pair), then the same
- * with the lo pair; then y = acc, or y = y + acc. 8 rows × 2 zmm of
+ * values in order, acc = vdpbf16ps(acc, hi pair, w pair), then, with two
+ * values, the same with the lo pair; then y = acc, or y = y + acc. 8 rows × 2 zmm of
  * accumulators per panel; the last rows of a batch are the same kernel
  * with its spare rows repeating row 0 (not stored), so a row's bits depend
  * on that row alone.
@@ -62,10 +63,11 @@ INLINE __m512 dot_pair(__m512 acc, const uint16_t *x, __m512i w)
     return _mm512_dpbf16_ps(acc, (__m512bh)_mm512_set1_epi32(pair), (__m512bh)w);
 }
 
-/* n_rows (≤ BF16_ROWS) rows of x (hi[i], lo[i]; spare ones repeat a row)
- * against one paired panel of k values: n_cols columns of y. */
-static void panel_rows(const uint16_t *panel, int32_t k, const uint16_t *const *hi,
-                       const uint16_t *const *lo, float *y, size_t ldy, int32_t n_rows,
+/* n_rows (≤ BF16_ROWS) rows of x (hi[i], and lo[i] with two values;
+ * spare ones repeat a row) against one paired panel of k values: n_cols
+ * columns of y. */
+INLINE void panel_rows(const uint16_t *panel, int32_t k, const uint16_t *const *hi,
+                       const uint16_t *const *lo, int values, float *y, size_t ldy, int32_t n_rows,
                        int32_t n_cols, kernel_mode mode)
 {
     __m512 acc[BF16_ROWS][2];
@@ -85,6 +87,7 @@ static void panel_rows(const uint16_t *panel, int32_t k, const uint16_t *const *
         {
             acc[i][0] = dot_pair(acc[i][0], hi[i] + 2 * p, w0);
             acc[i][1] = dot_pair(acc[i][1], hi[i] + 2 * p, w1);
+            if (values == 1) continue;
             acc[i][0] = dot_pair(acc[i][0], lo[i] + 2 * p, w0);
             acc[i][1] = dot_pair(acc[i][1], lo[i] + 2 * p, w1);
         }
@@ -112,11 +115,17 @@ void matmul_avx512_bf16(const struct compute_tier *tier, const lms_weights *w,
         for (int32_t i = 0; i < BF16_ROWS; i++) {
             const size_t row = (size_t)(r + (i < n_rows ? i : 0)) * stride;
             hi[i] = in->bf16_hi + row;
-            lo[i] = in->bf16_lo + row;
+            lo[i] = in->bf16_lo ? in->bf16_lo + row : NULL;
         }
-        for (int32_t col = c0; col < c1; col += LMS_PANEL)
-            panel_rows(w->w16 + (size_t)(col / LMS_PANEL) * k * LMS_PANEL, k, hi, lo,
-                       y + (size_t)(r - r0) * ldy + (col - c0), ldy, n_rows,
-                       c1 - col < LMS_PANEL ? c1 - col : LMS_PANEL, mode);
+        for (int32_t col = c0; col < c1; col += LMS_PANEL) {
+            const uint16_t *panel = w->w16 + (size_t)(col / LMS_PANEL) * k * LMS_PANEL;
+            float *yc = y + (size_t)(r - r0) * ldy + (col - c0);
+            const int32_t n_cols = c1 - col < LMS_PANEL ? c1 - col : LMS_PANEL;
+            /* the value count a constant in each copy: no test in the loop */
+            if (w->x_codes == 2)
+                panel_rows(panel, k, hi, lo, 2, yc, ldy, n_rows, n_cols, mode);
+            else
+                panel_rows(panel, k, hi, lo, 1, yc, ldy, n_rows, n_cols, mode);
+        }
     }
 }

@@ -79,7 +79,7 @@ void matmul_avx512_bf16_reference(const struct compute_tier *tier, const lms_wei
     const size_t stride = (size_t)kernel_bf16_stride(k);
     for (int32_t r = r0; r < r1; r++) {
         const uint16_t *hi = in->bf16_hi + (size_t)r * stride,
-                       *lo = in->bf16_lo + (size_t)r * stride;
+                       *lo = w->x_codes == 2 ? in->bf16_lo + (size_t)r * stride : NULL;
         for (int32_t c = c0; c < c1; c++) {
             const uint16_t *panel = w->w16 + (size_t)(c / LMS_PANEL) * k * LMS_PANEL;
             const int32_t j = c % LMS_PANEL;
@@ -89,7 +89,7 @@ void matmul_avx512_bf16_reference(const struct compute_tier *tier, const lms_wei
                 const uint32_t wp = pair(panel[lms_weights_w16_at(w, kk, j)],
                                          kk + 1 < k ? panel[lms_weights_w16_at(w, kk + 1, j)] : 0);
                 acc = kernel_vdpbf16ps_lane(acc, pair(hi[kk], hi[kk + 1]), wp);
-                acc = kernel_vdpbf16ps_lane(acc, pair(lo[kk], lo[kk + 1]), wp);
+                if (lo) acc = kernel_vdpbf16ps_lane(acc, pair(lo[kk], lo[kk + 1]), wp);
             }
             float *out = y + (size_t)(r - r0) * ldy + (c - c0);
             *out = mode == KERNEL_ACCUMULATE ? *out + acc : acc;

@@ -94,23 +94,27 @@ static void quantize_rows(const q8_kernels *q8, const float *x, int32_t rows, in
     in->wide = q8->wide ? s->wide : NULL;
 }
 
-/* x as bf16 hi and lo into s (kernels.h's matmul_input.bf16_hi, _lo). */
-static void round_rows_bf16(const float *x, int32_t rows, int32_t k, matmul_scratch *s,
-                            matmul_input *in)
+/* x as bf16 hi, and with two values lo, into s (kernels.h's
+ * matmul_input.bf16_hi, _lo). */
+static void round_rows_bf16(const float *x, int32_t rows, int32_t k, int32_t values,
+                            matmul_scratch *s, matmul_input *in)
 {
     const int32_t stride = kernel_bf16_stride(k);
-    uint16_t *hi = s->bf16, *lo = s->bf16 + (size_t)rows * stride;
+    uint16_t *hi = s->bf16, *lo = values == 2 ? s->bf16 + (size_t)rows * stride : NULL;
 #pragma omp parallel for if ((int64_t)rows * k >= QUANTIZE_PARALLEL_MIN)
     for (int32_t r = 0; r < rows; r++) {
         const size_t row = (size_t)r * stride;
         for (int32_t kk = 0; kk < k; kk++) {
-            const float v = x[(size_t)r * k + kk], h = lms_bf16_to_f32(lms_f32_to_bf16(v));
-            hi[row + kk] = lms_f32_to_bf16(h);
+            const float v = x[(size_t)r * k + kk];
+            hi[row + kk] = lms_f32_to_bf16(v);
             /* v - h is exact: h is v rounded to fewer bits */
-            lo[row + kk] = isfinite(h) ? lms_f32_to_bf16(v - h) : 0;
+            const float h = lms_bf16_to_f32(hi[row + kk]);
+            if (lo) lo[row + kk] = isfinite(h) ? lms_f32_to_bf16(v - h) : 0;
         }
-        for (int32_t kk = k; kk < stride; kk++)
-            hi[row + kk] = lo[row + kk] = 0;
+        for (int32_t kk = k; kk < stride; kk++) {
+            hi[row + kk] = 0;
+            if (lo) lo[row + kk] = 0;
+        }
     }
     in->bf16_hi = hi;
     in->bf16_lo = lo;
@@ -128,7 +132,7 @@ void matmul_prepare(const matmul_config *cfg, const lms_weights *w, const float 
     *in = (matmul_input){.x = x, .rows = rows, .k = w->k};
     if (w->format == LMS_WEIGHTS_Q8)
         quantize_rows(q8_kernels_for(cfg->tier, w), x, rows, w->k, w->offset16, s, in);
-    if (bf16_activations(cfg->tier, w)) round_rows_bf16(x, rows, w->k, s, in);
+    if (bf16_activations(cfg->tier, w)) round_rows_bf16(x, rows, w->k, w->x_codes, s, in);
 }
 
 /* F32, F16 and BF16 panels through the tier's f32 or 16-bit kernel. */
@@ -255,16 +259,18 @@ void matmul_many(const matmul_config *cfg, const matmul_product *p, int n, const
 {
     const int32_t k = p[0].w->k;
     matmul_input in = {.x = x, .rows = rows, .k = k};
-    const lms_weights *q8 = NULL; /* the Q8 matrices share x's quantisation (matmul.h) */
-    bool sums = false, bf16 = false;
+    /* the Q8 matrices share x's quantisation, the BF16 ones its rounding
+     * (matmul.h) */
+    const lms_weights *q8 = NULL, *bf16 = NULL;
+    bool sums = false;
     for (int i = 0; i < n; i++) {
-        bf16 |= bf16_activations(cfg->tier, p[i].w);
+        if (bf16_activations(cfg->tier, p[i].w)) bf16 = p[i].w;
         if (p[i].w->format != LMS_WEIGHTS_Q8) continue;
         q8 = p[i].w;
         sums |= p[i].w->offset16 != NULL;
     }
     if (q8) quantize_rows(q8_kernels_for(cfg->tier, q8), x, rows, k, sums, s, &in);
-    if (bf16) round_rows_bf16(x, rows, k, s, &in);
+    if (bf16) round_rows_bf16(x, rows, k, bf16->x_codes, s, &in);
     const grid g = grid_for(p, n, rows, omp_get_max_threads());
     const int32_t row_tiles = ceil_div(rows, g.row_tile);
     int64_t first_tile[MATMUL_MAX_PRODUCTS + 1] = {0};

@@ -9,8 +9,9 @@
  * depends neither on the batch around it nor on the grid or the thread
  * count. x is quantised for Q8 once per call (for all the call's
  * products), per row and block of 32, in one or two codes per value as the
- * matrix says (weights.h x_codes, kernels.h), and rounded to bf16 once for
- * BF16 matrices on a tier with bf16 activations (tier.h).
+ * matrix says (weights.h x_codes, kernels.h), and rounded to bf16 once per
+ * call for BF16 matrices on a tier with bf16 activations (tier.h), to one
+ * or two bf16 values per value as the matrix says (x_codes).
  */
 #ifndef LMS_MATMUL_H
 #define LMS_MATMUL_H
@@ -63,8 +64,8 @@ typedef struct {
 #define MATMUL_MAX_PRODUCTS 3
 
 /* matmul for n (≤ MATMUL_MAX_PRODUCTS) products of the same x (every w of
- * the same k, formats free, the Q8 ones with the same x_codes): x is
- * quantised once for all, and the tiles of all run in one parallel loop.
+ * the same k, formats free, the Q8 ones with the same x_codes, the BF16
+ * ones too): x is quantised (rounded) once for all, and the tiles of all run in one parallel loop.
  * Each element gets the bits matmul gives it. */
 void matmul_many(const matmul_config *cfg, const matmul_product *p, int n, const float *x,
                  int32_t rows, matmul_scratch *s);

@@ -19,6 +19,7 @@ static lms_weights_format asked_format(lms_precision precision, lms_dtype type)
     case LMS_PRECISION_F32:
         return LMS_WEIGHTS_F32;
     case LMS_PRECISION_BF16:
+    case LMS_PRECISION_BF16X2:
         return type == LMS_DTYPE_F16 ? LMS_WEIGHTS_F16 : LMS_WEIGHTS_BF16;
     case LMS_PRECISION_INT8:
     case LMS_PRECISION_INT8X2:
@@ -59,7 +60,8 @@ static lms_status bind(builder *b, const lms_matrix *m, lms_weights *out, lms_er
     void *buffer;
     lms_status st = lms_weights_alloc(out, m->type, format, m->n, m->k, &buffer, err);
     if (st != LMS_OK) return st;
-    out->x_codes = b->precision == LMS_PRECISION_INT8X2 ? 2 : 1;
+    out->x_codes =
+        b->precision == LMS_PRECISION_INT8X2 || b->precision == LMS_PRECISION_BF16X2 ? 2 : 1;
     compute_tier_own_layout(b->tier, out);
     b->packs[b->n_packs++] = (lms_pack_job){m->type, m->data, out, b->model->file_backed};
     b->w->buffers[b->w->n_buffers++] = buffer;
@@ -81,7 +83,9 @@ static void describe_precision(model_weights *w, const builder *b)
     const int kinds = (counts[LMS_WEIGHTS_F32] > 0) + (sixteen > 0) + (counts[LMS_WEIGHTS_Q8] > 0);
     const char *int8 = lms_precision_name(
         b->precision == LMS_PRECISION_INT8X2 ? LMS_PRECISION_INT8X2 : LMS_PRECISION_INT8);
-    w->precision = kinds > 1 ? "mixed" : counts[LMS_WEIGHTS_Q8] ? int8 : sixteen ? "bf16" : "f32";
+    const char *bf16 = lms_precision_name(
+        b->precision == LMS_PRECISION_BF16X2 ? LMS_PRECISION_BF16X2 : LMS_PRECISION_BF16);
+    w->precision = kinds > 1 ? "mixed" : counts[LMS_WEIGHTS_Q8] ? int8 : sixteen ? bf16 : "f32";
     char types[64] = "";
     for (int t = 0; t <= LMS_DTYPE_Q6_K; t++)
         if (b->stored[t])
@@ -143,6 +147,11 @@ lms_status model_weights_create(const lms_model *m, const compute_tier *tier,
         return st;
     }
     if (w->tied) w->output = w->tok_embd; /* the same data */
+    /* The LM head in bf16 keeps x as two bf16 values: a pass reads its
+     * matrix once for few score rows, bound by memory, so the second
+     * product per pair costs no time, and the label log-probs keep 16 of
+     * x's bits (an int8 head keeps the precision's codes: llama.cpp's). */
+    if (w->output.format == LMS_WEIGHTS_BF16) w->output.x_codes = 2;
     describe_precision(w, &b);
     *out = w;
     return LMS_OK;

@@ -8,7 +8,8 @@
  *
  *   precision  F32, F16/BF16 stored  block types (Q8_0 ... Q6_K)
  *   f32        F32                   F32 (dequantised)
- *   bf16       F16 for f16, else BF16
+ *   bf16,      F16 for f16, else BF16, with one or two bf16 values per
+ *   bf16x2     activation value on a tier with bf16 activations (x_codes)
  *   int8,      Q8 (floats as ggml's Q8_0 quantiser makes them, blocks exactly),
  *   int8x2     with one or two codes per activation value (x_codes)
  *   auto       as stored: F32, F16, BF16  Q8
@@ -37,7 +38,7 @@ typedef struct model_weights {
     int32_t n_layers;
     bool tied;
 
-    const char *precision;      /* "f32", "bf16", "int8", "int8x2", "mixed" */
+    const char *precision;      /* "f32", "bf16", "bf16x2", "int8", "int8x2", "mixed" */
     char precision_reason[200]; /* why: the option, the stored types, the tier */
 
     void **buffers; /* lms_alloc'ed: the packed matrices */

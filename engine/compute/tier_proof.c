@@ -13,7 +13,7 @@
  * instructions: a CPU that computes them as the SDM says matches to the
  * bit; one that does not, or a kernel that misuses them, is caught here
  * rather than in a score. Every kind of product the tier runs on its
- * tiles is checked, x in one and in two codes per value for Q8: BF16; Q8
+ * tiles is checked, x in one and in two values (codes) per value: BF16; Q8
  * of signed codes (float weights quantised as Q8_0: tdpbssd); Q6_K
  * (codes + 32 as unsigned bytes: tdpbsud, a tile product per half block
  * of 16 k values, D per super-block, a sub-scale per half); Q4_K (bias 0:
@@ -189,10 +189,12 @@ static bool proves(const compute_tier *t, char *why, size_t why_size)
     for (int i = 0; i < ROWS * K_BLOCKS; i++)
         p->x_blocks[i] = value(&seed);
     /* bf16 tiles; int8 tiles on the f32 values quantised as Q8_0 and on
-     * the block types, x in one code per value, then in two */
-    bool ok = proves_on(t, LMS_DTYPE_BF16, p->bf16, LMS_WEIGHTS_BF16, K, 1, p->x, s, why, why_size);
+     * the block types; x in one value (code) per value, then in two */
+    bool ok = true;
     for (int32_t codes = 1; ok && codes <= 2; codes++)
         ok =
+            proves_on(t, LMS_DTYPE_BF16, p->bf16, LMS_WEIGHTS_BF16, K, codes, p->x, s, why,
+                      why_size) &&
             proves_on(t, LMS_DTYPE_F32, p->f32, LMS_WEIGHTS_Q8, K, codes, p->x, s, why, why_size) &&
             proves_on_blocks(t, p, codes, s, why, why_size);
     matmul_scratch_free(s);

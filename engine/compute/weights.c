@@ -7,8 +7,9 @@
 #include "names.h"
 
 static const char *const PRECISION_NAMES[] = {
-    [LMS_PRECISION_AUTO] = "auto", [LMS_PRECISION_F32] = "f32",       [LMS_PRECISION_BF16] = "bf16",
-    [LMS_PRECISION_INT8] = "int8", [LMS_PRECISION_INT8X2] = "int8x2",
+    [LMS_PRECISION_AUTO] = "auto",     [LMS_PRECISION_F32] = "f32",
+    [LMS_PRECISION_BF16] = "bf16",     [LMS_PRECISION_INT8] = "int8",
+    [LMS_PRECISION_INT8X2] = "int8x2", [LMS_PRECISION_BF16X2] = "bf16x2",
 };
 
 const char *lms_precision_name(lms_precision precision)

@@ -98,7 +98,10 @@ typedef struct {
     const int8_t *sub_scale;  /* Q8: sc [panels][blocks][halves][LMS_PANEL], or NULL */
     const int8_t *sub_offset; /* Q8: m [panels][blocks][LMS_PANEL], or NULL */
     lms_q8_layout layout;     /* Q8 */
-    int32_t x_codes;          /* Q8: codes per activation value, 1 (int8) or 2 (int8x2) */
+    /* Values per activation value: Q8, int8 codes, 1 (int8) or 2 (int8x2);
+     * BF16 on a tier with bf16 activations (tier.h), bf16 values, 1 (bf16:
+     * x rounded once) or 2 (bf16x2: hi + lo) */
+    int32_t x_codes;
 } lms_weights;
 
 const char *lms_weights_format_name(lms_weights_format format);

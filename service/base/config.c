@@ -137,9 +137,10 @@ static const option_spec options[] = {
      "(default auto: the engine's cost model picks)",
      OPT_ALGO, AT(algorithm), 0, 0},
     {"precision", "LMSCORE_PRECISION", "NAME",
-     "auto|f32|bf16|int8|int8x2: how the projections multiply (default auto: each weight in its "
-     "checkpoint's own precision; bf16 and int8 from a higher-precision checkpoint trade "
-     "accuracy for speed and memory, see docs/engine.md)",
+     "auto|f32|bf16|bf16x2|int8|int8x2: how the projections multiply (default auto: each weight "
+     "in its checkpoint's own precision; bf16 and int8 from a higher-precision checkpoint trade "
+     "accuracy for speed and memory; bf16x2 and int8x2 keep two values per activation, see "
+     "docs/engine.md)",
      OPT_PRECISION, AT(precision), 0, 0},
     {"kv-cache-dtype", "LMSCORE_KV_CACHE_DTYPE", "NAME",
      "auto|f32|f16: how attention holds keys and values, in a batch and in the prefix cache "
@@ -309,8 +310,8 @@ static lms_status set_option(lmscored_config *cfg, const option_spec *o, const c
     case OPT_PRECISION:
         if (!lms_precision_parse(value, (lms_precision *)base))
             return lms_fail(err, LMS_ERR_INVALID_ARGUMENT, "bad_flag", o->flag,
-                            "%s --%s: '%s' is not auto, f32, bf16, int8 or int8x2", source, o->flag,
-                            value);
+                            "%s --%s: '%s' is not auto, f32, bf16, bf16x2, int8 or int8x2", source,
+                            o->flag, value);
         return LMS_OK;
     case OPT_KV_DTYPE:
         if (!lms_kv_dtype_parse(value, (lms_kv_dtype *)base))

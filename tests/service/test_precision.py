@@ -34,6 +34,7 @@ LABELS = [9454, 2753, 13, 220]
 # does (docs/engine.md, "Precision"). f32 is the reference itself.
 TOLERANCE = {"f32": {"logprob_max": 1e-5, "logprob_mean": 1e-5, "softmax_max": 1e-5},
              "bf16": {"logprob_max": 0.15, "logprob_mean": 0.05, "softmax_max": 0.04},
+             "bf16x2": {"logprob_max": 0.15, "logprob_mean": 0.05, "softmax_max": 0.04},
              "int8": {"logprob_max": 0.4, "logprob_mean": 0.12, "softmax_max": 0.12}}
 
 # Each daemon: how it is told, and what GetModelInfo must then say. Every one
@@ -44,6 +45,8 @@ CONFIGS = {
                 formats="f32", kernels="f32 ", bytes_per_parameter=4.0),
     "bf16": dict(args=["--precision", "bf16", *METRICS], env={}, precision="bf16",
                  formats="bf16", kernels="16-bit", bytes_per_parameter=2.0),
+    "bf16x2": dict(args=["--precision", "bf16x2", *METRICS], env={}, precision="bf16x2",
+                   formats="bf16", kernels="16-bit", bytes_per_parameter=2.0),
     "bf16-kv-f32": dict(args=["--precision", "bf16", "--kv-cache-dtype", "f32", *METRICS],
                         env={}, precision="bf16", formats="bf16", kernels="16-bit",
                         bytes_per_parameter=2.0, kv="f32"),
@@ -62,15 +65,30 @@ CONFIGS = {
 }
 
 # The compute-tier contract (docs/engine.md, "Compute tiers"): the tiers that
-# multiply BF16 weights with bf16 activations compute bf16 by a sequence of
-# their own; every other precision, and bf16 on the vector tiers, is one
-# sequence on every tier. Across sequences, results are within the gates.
+# multiply BF16 weights with bf16 activations compute bf16 and bf16x2 by a
+# sequence of their own; every other precision, and both on the vector tiers,
+# is one sequence on every tier. Across sequences, results are within the
+# gates: bf16x2's on log-probs, bf16's on the scores (with softmax over the
+# labels) and on each label's ranking of the items.
 BF16_SEQUENCES = {"amx": "tdpbf16ps", "amx-emulated": "tdpbf16ps", "avx512-bf16": "vdpbf16ps"}
-GATES = {"logprob_max": 0.02, "logprob_mean": 0.01}
+GATES = {"logprob_max": 0.02, "logprob_mean": 0.01, "score_max": 0.02, "score_mean": 0.01,
+         "spearman": 0.995}
 
 
 def same_sequence(precision, tier_a, tier_b):
-    return precision != "bf16" or BF16_SEQUENCES.get(tier_a) == BF16_SEQUENCES.get(tier_b)
+    return (precision not in ("bf16", "bf16x2")
+            or BF16_SEQUENCES.get(tier_a) == BF16_SEQUENCES.get(tier_b))
+
+
+def spearman(a, b):
+    """Spearman's correlation of two lists without ties."""
+    def ranks(v):
+        r = [0] * len(v)
+        for place, i in enumerate(sorted(range(len(v)), key=v.__getitem__)):
+            r[i] = place
+        return r
+    ra, rb, n = ranks(a), ranks(b), len(a)
+    return 1 - 6 * sum((x - y) ** 2 for x, y in zip(ra, rb)) / (n * (n * n - 1))
 
 
 def cpu_flags():
@@ -174,9 +192,17 @@ def test_scores_against_the_default_tier_are_as_the_contract_says(served):
         assert_same_bits(got, (softmax, logprobs))
         return
     d = differences(got[1], logprobs)
+    s = differences(got[0], softmax)
+    rho = min(spearman([row[j] for row in got[1]], [row[j] for row in logprobs])
+              for j in range(len(LABELS)))
     print(f"{name}: {tier} against {default_tier}: |dlogprob| max {max(d):.3g} "
-          f"mean {statistics.mean(d):.3g}")
-    assert max(d) <= GATES["logprob_max"] and statistics.mean(d) <= GATES["logprob_mean"]
+          f"mean {statistics.mean(d):.3g}; |dscore| max {max(s):.3g} mean "
+          f"{statistics.mean(s):.3g}; Spearman {rho:.5f}")
+    if config["precision"] == "bf16":
+        assert max(s) <= GATES["score_max"] and statistics.mean(s) <= GATES["score_mean"]
+        assert rho >= GATES["spearman"]
+    else:
+        assert max(d) <= GATES["logprob_max"] and statistics.mean(d) <= GATES["logprob_mean"]
 
 
 def test_scores_are_close_to_f32(served, f32_numbers):
@@ -264,9 +290,10 @@ def test_defaults_serve_on_the_fastest_tier():
 
 
 @pytest.mark.parametrize("args,env,message", [
-    (["--precision", "fp16"], {}, "lmscored: flag --precision: 'fp16' is not auto, f32, bf16, int8 or int8x2"),
+    (["--precision", "fp16"], {}, "lmscored: flag --precision: 'fp16' is not auto, f32, bf16, "
+     "bf16x2, int8 or int8x2"),
     ([], {"LMSCORE_PRECISION": "INT8"}, "lmscored: LMSCORE_PRECISION --precision: 'INT8' is not "
-     "auto, f32, bf16, int8 or int8x2"),
+     "auto, f32, bf16, bf16x2, int8 or int8x2"),
     (["--kv-cache-dtype", "bf16"], {}, "lmscored: flag --kv-cache-dtype: 'bf16' is not auto, f32 "
      "or f16"),
     (["--isa", "avx3"], {}, "lmscored: flag --isa: 'avx3' is not one of "

@@ -194,9 +194,10 @@ static void test_lane_chosen_cases(void **state)
 
 enum { ROWS = 11, K = 67, N = 37 };
 
-/* The reference tier's block over a BF16 matrix packed in its pairs:
- * within the error of x as 16 bits (hi + lo: |x - hi - lo| ≤ 2^-17 |x|)
- * and of 2k f32 roundings of a sum whose terms are at most Σ|x w|. */
+/* The reference block over a BF16 matrix packed in the tier's pairs, x in
+ * one bf16 value and in two: within the error of x as 8 or 16 bits (hi:
+ * |x - hi| ≤ 2^-9 |x|; hi + lo: |x - hi - lo| ≤ 2^-17 |x|) and of 2k f32
+ * roundings of a sum whose terms are at most Σ|x w|. */
 static void test_block_is_the_dot_product(void **state)
 {
     (void)state;
@@ -223,9 +224,11 @@ static void test_block_is_the_dot_product(void **state)
     matmul_scratch *s = matmul_scratch_create(ROWS, K);
     assert_non_null(s);
     const matmul_config cfg = {t};
-    matmul_input in;
-    matmul_prepare(&cfg, &w, x, ROWS, s, &in);
-    for (int mode = 0; mode < 2; mode++) {
+    for (int run = 0; run < 4; run++) {
+        const int mode = run % 2;
+        w.x_codes = 1 + run / 2;
+        matmul_input in;
+        matmul_prepare(&cfg, &w, x, ROWS, s, &in);
         for (int i = 0; i < ROWS * N; i++)
             y[i] = mode ? 1.0f : NAN;
         t->reference_block(t, &w, &in, 0, ROWS, 0, N, y, N,
@@ -237,10 +240,11 @@ static void test_block_is_the_dot_product(void **state)
                     exact += (double)x[r * K + kk] * w32[c * K + kk];
                     mag += fabs((double)x[r * K + kk] * w32[c * K + kk]);
                 }
-                const double bound = mag * (0x1p-17 + (2.0 * K + 1) * 0x1p-24);
+                const double x_error = w.x_codes == 2 ? 0x1p-17 : 0x1p-9;
+                const double bound = mag * (x_error + (2.0 * K + 1) * 0x1p-24);
                 if (!(fabs(y[r * N + c] - exact) <= bound))
-                    fail_msg("[%d][%d]: %.9g, exact %.9g, bound %.3g", r, c, (double)y[r * N + c],
-                             exact, bound);
+                    fail_msg("x in %d values, [%d][%d]: %.9g, exact %.9g, bound %.3g",
+                             (int)w.x_codes, r, c, (double)y[r * N + c], exact, bound);
             }
     }
     matmul_scratch_free(s);

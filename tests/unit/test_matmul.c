@@ -83,9 +83,9 @@ static float chunk_step(float acc, const float *a, const float *wrow, int32_t c,
 }
 
 /* kernels.h's bf16 sequence, per the SDM's tdpbf16ps, from x and the
- * matrix's values: x as hi = bf16(x) and lo = bf16(x - hi); per chunk of
- * 32 k values, the hi step, then the lo step. */
-static float reference_bf16_element(const float *x, const float *wrow, int32_t k)
+ * matrix's values: x as hi = bf16(x) and, with two values, lo = bf16(x -
+ * hi); per chunk of 32 k values, the hi step, then the lo step. */
+static float reference_bf16_element(const float *x, const float *wrow, int32_t k, int32_t values)
 {
     float acc = 0.0f;
     for (int32_t c = 0; c < k; c += 32) {
@@ -94,16 +94,17 @@ static float reference_bf16_element(const float *x, const float *wrow, int32_t k
             hi[i] = lms_bf16_to_f32(lms_f32_to_bf16(x[c + i]));
             lo[i] = lms_bf16_to_f32(lms_f32_to_bf16(x[c + i] - hi[i]));
         }
-        acc = chunk_step(chunk_step(acc, hi, wrow, c, k), lo, wrow, c, k);
+        acc = chunk_step(acc, hi, wrow, c, k);
+        if (values == 2) acc = chunk_step(acc, lo, wrow, c, k);
     }
     return acc;
 }
 
 /* kernels.h's avx512-bf16 sequence, per the SDM's vdpbf16ps, from x and
- * the matrix's values: x as hi and lo as above; per pair of k values
+ * the matrix's values: x as hi (and lo) as above; per pair of k values
  * (zeros past k), the hi step, then the lo step, each the odd product then
  * the even one, fused multiply-adds into acc with DAZ and FTZ. */
-static float reference_vdpbf16_element(const float *x, const float *wrow, int32_t k)
+static float reference_vdpbf16_element(const float *x, const float *wrow, int32_t k, int32_t values)
 {
     float acc = 0.0f;
     for (int32_t kk = 0; kk < k; kk += 2) {
@@ -113,7 +114,7 @@ static float reference_vdpbf16_element(const float *x, const float *wrow, int32_
             lo[e] = lms_bf16_to_f32(lms_f32_to_bf16(x[kk + e] - hi[e]));
             w[e] = wrow[kk + e];
         }
-        for (int part = 0; part < 2; part++)
+        for (int part = 0; part < values; part++)
             for (int e = 1; e >= 0; e--)
                 acc = flush(fmaf(flush(part ? lo[e] : hi[e]), flush(w[e]), flush(acc)));
     }
@@ -183,8 +184,10 @@ static void test_kernels_are_the_reference(void **state)
         const char *name = lms_dtype_name(type), *format = lms_weights_format_name(w.format);
         for (int32_t r = 0; r < n; r++)
             lms_weights_row(&w, r, wrows + (size_t)r * k);
-        /* Q8 with one code per activation value, then with two */
-        for (int run = 0; run < n_tiers * (w.format == LMS_WEIGHTS_Q8 ? 2 : 1); run++) {
+        /* Q8 and BF16 with one code (value) per activation value, then with
+         * two */
+        const bool two = w.format == LMS_WEIGHTS_Q8 || w.format == LMS_WEIGHTS_BF16;
+        for (int run = 0; run < n_tiers * (two ? 2 : 1); run++) {
             const int ti = run % n_tiers;
             const matmul_config cfg = tiers[ti];
             w.x_codes = 1 + run / n_tiers;
@@ -205,9 +208,9 @@ static void test_kernels_are_the_reference(void **state)
                         for (int32_t c = 0; c < n; c++) {
                             const float *xr = x + (size_t)r * k, *wr = wrows + (size_t)c * k;
                             float want = bf16_x == KERNEL_BF16_TDPBF16PS
-                                             ? reference_bf16_element(xr, wr, k)
+                                             ? reference_bf16_element(xr, wr, k, w.x_codes)
                                          : bf16_x == KERNEL_BF16_VDPBF16PS
-                                             ? reference_vdpbf16_element(xr, wr, k)
+                                             ? reference_vdpbf16_element(xr, wr, k, w.x_codes)
                                              : reference_element(&w, &in, r, c, wr);
                             if (mode) want = (float)((size_t)r * n + c) * 0.25f + want;
                             const float got = y[(size_t)r * n + c];
