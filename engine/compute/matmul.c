@@ -264,7 +264,9 @@ void matmul_many(const matmul_config *cfg, const matmul_product *p, int n, const
     const lms_weights *q8 = NULL, *bf16 = NULL;
     bool sums = false;
     for (int i = 0; i < n; i++) {
-        if (bf16_activations(cfg->tier, p[i].w)) bf16 = p[i].w;
+        /* one rounding serves every BF16 product: with lo where one wants it */
+        if (bf16_activations(cfg->tier, p[i].w) && (!bf16 || p[i].w->x_codes > bf16->x_codes))
+            bf16 = p[i].w;
         if (p[i].w->format != LMS_WEIGHTS_Q8) continue;
         q8 = p[i].w;
         sums |= p[i].w->offset16 != NULL;

@@ -64,8 +64,9 @@ typedef struct {
 #define MATMUL_MAX_PRODUCTS 3
 
 /* matmul for n (≤ MATMUL_MAX_PRODUCTS) products of the same x (every w of
- * the same k, formats free, the Q8 ones with the same x_codes, the BF16
- * ones too): x is quantised (rounded) once for all, and the tiles of all run in one parallel loop.
+ * the same k, formats free, the Q8 ones with the same x_codes): x is
+ * quantised once for all, and rounded to bf16 once for all BF16 ones (to
+ * two values where one of them takes two), and the tiles of all run in one parallel loop.
  * Each element gets the bits matmul gives it. */
 void matmul_many(const matmul_config *cfg, const matmul_product *p, int n, const float *x,
                  int32_t rows, matmul_scratch *s);

@@ -242,6 +242,49 @@ static void test_kernels_are_the_reference(void **state)
     free(wrows);
 }
 
+/* matmul_many over BF16 products with one and two bf16 values per
+ * activation value (bf16's and bf16x2's, or the LM head's): each gets the
+ * bits of its own call, in either order, on every tier. */
+static void test_bf16_products_of_one_and_two_values(void **state)
+{
+    (void)state;
+    enum { K = 96, N = 40, ROWS = 19 };
+    uint64_t seed = 23;
+    float v[N * K], x[ROWS * K], many[2][ROWS * N], one[ROWS * N];
+    for (size_t i = 0; i < (size_t)N * K; i++)
+        v[i] = uniform(&seed);
+    for (size_t i = 0; i < (size_t)ROWS * K; i++)
+        x[i] = uniform(&seed) * (i % 5 == 0 ? 9.0f : 1.0f);
+    unsigned char *src = store(LMS_DTYPE_F32, v, N, K);
+    matmul_scratch *s = matmul_scratch_create(ROWS, K);
+    assert_true(src && s);
+    for (int ti = 0; ti < n_tiers; ti++) {
+        if (!compute_tier_multiplies(tiers[ti].tier, LMS_WEIGHTS_BF16)) continue;
+        void *buffers[2];
+        lms_weights w[2];
+        for (int first = 1; first <= 2; first++) {
+            for (int p = 0; p < 2; p++) {
+                w[p] = pack_for(tiers[ti].tier, LMS_DTYPE_F32, src, LMS_WEIGHTS_BF16, N, K,
+                                &buffers[p]);
+                w[p].x_codes = p == 0 ? first : 3 - first;
+            }
+            const matmul_product products[2] = {{&w[0], many[0], KERNEL_STORE},
+                                                {&w[1], many[1], KERNEL_STORE}};
+            matmul_many(&tiers[ti], products, 2, x, ROWS, s);
+            for (int p = 0; p < 2; p++) {
+                matmul(&tiers[ti], &w[p], x, ROWS, KERNEL_STORE, one, s);
+                if (memcmp(one, many[p], sizeof one))
+                    fail_msg("bf16 in %d values beside %d on %s: differs from its own call",
+                             (int)w[p].x_codes, (int)w[1 - p].x_codes, tiers[ti].tier->name);
+            }
+            lms_free(buffers[0]);
+            lms_free(buffers[1]);
+        }
+    }
+    matmul_scratch_free(s);
+    free(src);
+}
+
 /* matmul_many: products of one x in several formats (Q8 with offsets, Q8
  * with half-block scales, F16, F32), stored and accumulated, give each
  * element the bits its own matmul call gives, on every tier, with rows over
@@ -464,6 +507,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kernels_are_the_reference),
         cmocka_unit_test(test_many_products_equal_single_calls),
+        cmocka_unit_test(test_bf16_products_of_one_and_two_values),
         cmocka_unit_test(test_grid_does_not_change_a_row),
         cmocka_unit_test(test_quantiser),
         cmocka_unit_test(test_quantiser_precision),
