@@ -8,12 +8,14 @@
 /* The fixed cost of one forward pass, in rows of linear-layer work: the
  * per-layer steps whose cost does not grow with the rows (packing K and V,
  * thread start-up, the LM head's row). Measured on the Qwen3-0.6B geometry
- * with single sequences of 16, 64, 256 and 512 rows (lmscore-local --repeat
- * 3, OPENBLAS_CORETYPE=SkylakeX), as the intercept of time against rows: 8-16
- * rows at int8, 17-47 at f32. It decides one thing: whether the query once
- * (prefill_extend, one pass more) beats the query repeated per pack
- * (packed_segment) when the items need several packs. */
-#define PASS_COST_ROWS 32.0
+ * on today's kernels (2-core AMD EPYC Zen 4, avx512-bf16 tier, 2 threads):
+ * single sequences of 16 to 512 rows (lmscore-local --algorithm serial
+ * --repeat 4, best of 2), time fitted as pass + rows · row + causal pairs
+ * · pair in this file's units: 21 rows at f32, 8 at bf16, 10 at int8. It
+ * decides one thing: whether the query once (prefill_extend, one pass
+ * more) beats the query repeated per pack (packed_segment) when the items
+ * need several packs. */
+#define PASS_COST_ROWS 16.0
 /* The dense baseline computes every one of a pack's T² scores and gathers
  * the visible ones through the T×T mask, row by row: its FLOPs are weighted
  * so that auto picks it only where every algorithm costs about the same. */
