@@ -50,12 +50,13 @@ typedef struct {
 
 static int usage(void)
 {
-    fprintf(stderr,
-            "usage: bench_peer --model FILE --request FILE --llama-lib DIR [--threads N]\n"
-            "                  [--precision auto|f32|bf16|bf16x2|int8|int8x2] [--isa %s] [--rounds N]\n"
-            "                  [--warmup N] [--llama-attention default|f32]\n"
-            "                  [--expect-max-delta X]\n",
-            lms_isa_names());
+    fprintf(
+        stderr,
+        "usage: bench_peer --model FILE --request FILE --llama-lib DIR [--threads N]\n"
+        "                  [--precision auto|f32|bf16|bf16x2|int8|int8x2] [--isa %s] [--rounds N]\n"
+        "                  [--warmup N] [--llama-attention default|f32]\n"
+        "                  [--expect-max-delta X]\n",
+        lms_isa_names());
     return 2;
 }
 

@@ -210,11 +210,13 @@ static void describe_weights(const lms_engine *e, lms_model_info *out)
     snprintf(out->isa_dropped, sizeof out->isa_dropped, "%s", e->isa_dropped);
     used = 0;
     if (counts[LMS_WEIGHTS_F32])
-        used += (size_t)snprintf(out->kernels, sizeof out->kernels, "f32 %s", tier->kernels->f32->isa);
+        used +=
+            (size_t)snprintf(out->kernels, sizeof out->kernels, "f32 %s", tier->kernels->f32->isa);
     if ((counts[LMS_WEIGHTS_F16] || counts[LMS_WEIGHTS_BF16]) && used < sizeof out->kernels)
         used += (size_t)snprintf(
             out->kernels + used, sizeof out->kernels - used, "%s16-bit %s", used ? ", " : "",
-            counts[LMS_WEIGHTS_BF16] && tier->bf16_activations ? tier->name : tier->kernels->w16->isa);
+            counts[LMS_WEIGHTS_BF16] && tier->bf16_activations ? tier->name
+                                                               : tier->kernels->w16->isa);
     if (tile_q8 && used < sizeof out->kernels)
         used += (size_t)snprintf(out->kernels + used, sizeof out->kernels - used, "%sint8 %s",
                                  used ? ", " : "", tier->name);
