@@ -71,6 +71,15 @@ static void test_formats_follow_the_precision_and_tier(void **state)
          "the generic tier has no 16-bit or int8 kernels"},
         {"tiny-qwen3-bf16.gguf", "generic", LMS_PRECISION_BF16, LMS_WEIGHTS_F32, "f32",
          "bf16 asked for, but the generic tier"},
+        /* f16 keeps its bits in every 16-bit precision, on every tier: held
+         * as bf16 it fails bf16's gates (test_precision, docs/engine.md) */
+        {"tiny-qwen3-f16.gguf", "avx2", LMS_PRECISION_BF16, LMS_WEIGHTS_F16, "bf16", "f16"},
+        {"tiny-qwen3-f16.gguf", "avx512-bf16", LMS_PRECISION_BF16, LMS_WEIGHTS_F16, "bf16", "f16"},
+        {"tiny-qwen3-f16.gguf", "amx", LMS_PRECISION_BF16, LMS_WEIGHTS_F16, "bf16", "f16"},
+        {"tiny-qwen3-f16.gguf", "avx512-bf16", LMS_PRECISION_BF16X2, LMS_WEIGHTS_F16, "bf16x2",
+         "f16"},
+        {"tiny-qwen3-f16.gguf", "avx512-bf16", LMS_PRECISION_AUTO, LMS_WEIGHTS_F16, "bf16",
+         "(f16)"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         lms_model *m = load(cases[c].model);
