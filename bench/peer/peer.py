@@ -22,7 +22,10 @@ older than the f16 file), at the preset's projection std and at
   every std: llama.cpp (its defaults: flash attention, f16 K and V) and
   lmscore --precision auto (bench_peer, one round), on the bf16 files
   lmscore --precision bf16x2 and on the quantised files lmscore --precision
-  int8x2 (lmscore-local, the exact modes), against lmscore
+  int8x2 (lmscore-local, the exact modes), on the f16 files lmscore
+  --precision bf16 on a copy with the f16 values rounded to bf16 (what
+  holding f16 weights as bf16 would multiply: the engine keeps f16 exact),
+  against lmscore
   --precision f32 on the same file (lmscore-local): mean and max
   |Δ logprob|, each label's Spearman correlation of the item ranking, top-1
   agreement. Before them, a parity check: llama.cpp's f32 path against
@@ -80,6 +83,35 @@ def ensure_q4_k_m(build, lib_dir, stem):
     Ggml(lib_dir).llama_quantize(src, tmp, "Q4_K_M", threads=os.cpu_count() or 1)
     os.replace(tmp, dst)
     print("  made %s with llama_model_quantize" % os.path.basename(dst), file=sys.stderr)
+
+
+GGML_F32, GGML_F16, GGML_BF16 = 0, 1, 30
+
+
+def f16_as_bf16(build, stem):
+    """The variant's f16 file with every f16 tensor's values rounded to bf16
+    (round to nearest even): what holding f16 weights as bf16 would
+    multiply, made when missing or older than the f16 file."""
+    import numpy as np  # Debian's python3-numpy, as ggml_ref.py
+    from gguf_raw import RawGguf
+
+    src = model_file(build, stem, "f16")
+    dst = os.path.join(build, "models", "%s-f16-as-bf16.gguf" % stem)
+    if os.path.exists(dst) and os.path.getmtime(dst) >= os.path.getmtime(src):
+        return dst
+    sizes = {GGML_F32: 4, GGML_F16: 2}
+    raw = RawGguf(src, lambda ggml_type, n: sizes[ggml_type] * n)
+
+    def rounded(t):
+        bits = np.frombuffer(t.data, np.float16).astype(np.float32).view(np.uint32)
+        return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16).tobytes()
+
+    tensors = [(t.name, t.ne, GGML_BF16 if t.ggml_type == GGML_F16 else t.ggml_type,
+                len(t.data), (lambda t=t: rounded(t) if t.ggml_type == GGML_F16 else bytes(t.data)))
+               for t in raw.tensors.values()]
+    raw.write(dst + ".partial", tensors)
+    os.replace(dst + ".partial", dst)
+    return dst
 
 
 def bench_peer(build, lib_dir, model, request, threads, isa, rounds, warmup, out_json,
@@ -199,6 +231,9 @@ def accuracy_part(build, out, lib_dir, threads, variants):
             exact = {"f16": None, "bf16": "bf16x2"}.get(file_type, "int8x2")
             if exact:
                 sides.append(("lmscore `%s`" % exact, local.score(build, model, request, exact)))
+            if file_type == "f16":
+                sides.append(("lmscore `bf16` on its values rounded to bf16",
+                              local.score(build, f16_as_bf16(build, stem), request, "bf16")))
             for name, cand in sides:
                 m = accuracy.compare(cand, ref)
                 rho = sorted(per_label_spearman(cand, ref))

@@ -152,6 +152,15 @@ lms_status model_weights_create(const lms_model *m, const compute_tier *tier,
      * product per pair costs no time, and the label log-probs keep 16 of
      * x's bits (an int8 head keeps the precision's codes: llama.cpp's). */
     if (w->output.format == LMS_WEIGHTS_BF16) w->output.x_codes = 2;
+    /* So do the q and k projections: attention's logits are their product,
+     * through a softmax, and x rounded once there carries bf16's error
+     * past llama.cpp's bf16 path; with two values it stays below it
+     * (docs/engine.md), for a fifth more projection work. */
+    for (int32_t l = 0; l < n_layers; l++) {
+        lms_weights *qk[] = {&w->layers[l].wq, &w->layers[l].wk};
+        for (size_t i = 0; i < sizeof qk / sizeof *qk; i++)
+            if (qk[i]->format == LMS_WEIGHTS_BF16) qk[i]->x_codes = 2;
+    }
     describe_precision(w, &b);
     *out = w;
     return LMS_OK;

@@ -9,7 +9,8 @@
  *   precision  F32, F16/BF16 stored  block types (Q8_0 ... Q6_K)
  *   f32        F32                   F32 (dequantised)
  *   bf16,      F16 for f16, else BF16, with one or two bf16 values per
- *   bf16x2     activation value on a tier with bf16 activations (x_codes)
+ *   bf16x2     activation value on a tier with bf16 activations (x_codes:
+ *              in bf16, two for q, k and the LM head)
  *   int8,      Q8 (floats as ggml's Q8_0 quantiser makes them, blocks exactly),
  *   int8x2     with one or two codes per activation value (x_codes)
  *   auto       as stored: F32, F16, BF16  Q8

@@ -182,7 +182,8 @@ typedef struct {
  *           f32 accumulation; activations f32, or, where the compute tier's
  *           instruction takes bf16 (avx512-bf16's vdpbf16ps, amx's
  *           tdpbf16ps), rounded to bf16 once for bf16 weights (as llama.cpp,
- *           oneDNN and PyTorch do)
+ *           oneDNN and PyTorch do) but for the q, k and LM head
+ *           projections, which take two bf16 values as BF16X2 does
  *   BF16X2  BF16 with two bf16 values per activation value there (hi + lo,
  *           16 bits of x): about a hundredth of BF16's error for up to
  *           twice its time; elsewhere the same as BF16

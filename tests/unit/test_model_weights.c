@@ -71,6 +71,15 @@ static void test_formats_follow_the_precision_and_tier(void **state)
          "the generic tier has no 16-bit or int8 kernels"},
         {"tiny-qwen3-bf16.gguf", "generic", LMS_PRECISION_BF16, LMS_WEIGHTS_F32, "f32",
          "bf16 asked for, but the generic tier"},
+        /* f16 keeps its bits in every 16-bit precision, on every tier: held
+         * as bf16 it fails bf16's gates (test_precision, docs/engine.md) */
+        {"tiny-qwen3-f16.gguf", "avx2", LMS_PRECISION_BF16, LMS_WEIGHTS_F16, "bf16", "f16"},
+        {"tiny-qwen3-f16.gguf", "avx512-bf16", LMS_PRECISION_BF16, LMS_WEIGHTS_F16, "bf16", "f16"},
+        {"tiny-qwen3-f16.gguf", "amx", LMS_PRECISION_BF16, LMS_WEIGHTS_F16, "bf16", "f16"},
+        {"tiny-qwen3-f16.gguf", "avx512-bf16", LMS_PRECISION_BF16X2, LMS_WEIGHTS_F16, "bf16x2",
+         "f16"},
+        {"tiny-qwen3-f16.gguf", "avx512-bf16", LMS_PRECISION_AUTO, LMS_WEIGHTS_F16, "bf16",
+         "(f16)"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         lms_model *m = load(cases[c].model);
@@ -89,6 +98,36 @@ static void test_formats_follow_the_precision_and_tier(void **state)
         model_weights_free(w);
         lms_model_free(m);
     }
+}
+
+/* bf16 rounds x once but for q, k and the LM head; bf16x2 keeps two
+ * values everywhere (docs/engine.md, "Which products keep two values"). */
+static void test_bf16_values_per_projection(void **state)
+{
+    (void)state;
+    const struct {
+        lms_precision precision;
+        int32_t qk, rest, head;
+    } cases[] = {{LMS_PRECISION_BF16, 2, 1, 2}, {LMS_PRECISION_BF16X2, 2, 2, 2}};
+    lms_model *m = load("tiny-qwen3-bf16.gguf");
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        model_weights *w;
+        lms_error err = {0};
+        assert_int_equal(
+            model_weights_create(m, tier_named("avx512-bf16"), cases[c].precision, NULL, &w, &err),
+            LMS_OK);
+        for (int32_t l = 0; l < w->n_layers; l++) {
+            const layer_weights *lw = &w->layers[l];
+            assert_int_equal(lw->wq.x_codes, cases[c].qk);
+            assert_int_equal(lw->wk.x_codes, cases[c].qk);
+            const lms_weights *rest[] = {&lw->wv, &lw->wo, &lw->w_gate, &lw->w_up, &lw->w_down};
+            for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
+                assert_int_equal(rest[i]->x_codes, cases[c].rest);
+        }
+        assert_int_equal(w->output.x_codes, cases[c].head);
+        model_weights_free(w);
+    }
+    lms_model_free(m);
 }
 
 /* Every matrix packed and accounted (its panels' bytes), all freed; the
@@ -197,6 +236,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_formats_follow_the_precision_and_tier),
+        cmocka_unit_test(test_bf16_values_per_projection),
         cmocka_unit_test(test_packed_and_accounted),
         cmocka_unit_test(test_stops_when_asked),
     };
