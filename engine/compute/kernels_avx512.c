@@ -79,15 +79,19 @@ INLINE __m512 widen_i8(const int8_t *p)
 }
 
 /* Per row, the exact sums of code_w · x_code over groups [g0, g1) of block
- * b (x_code = hi with one code, 128 · hi + lo with two), comp[i] x's code
- * sum over them, bias × which cancels the weights' bias. */
+ * b (x_code = hi with one code, 128 · hi + lo with two). The int32 sums
+ * start at -bias × comp[i], x's code sum over those groups, which cancels
+ * the weights' bias: integer additions are exact in any order, and the
+ * start costs nothing where an add at the end would cost 8 per block. */
 INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, int32_t b, int g0, int g1, int codes,
                     int32_t bias, const int32_t *comp, __m512i sums[Q8_R][2])
 {
     __m512i hi[Q8_R][2], lo[Q8_R][2];
     UNROLL for (int i = 0; i < Q8_R; i++)
     {
-        hi[i][0] = hi[i][1] = lo[i][0] = lo[i][1] = _mm512_setzero_si512();
+        const __m512i c = _mm512_set1_epi32(-bias * comp[i]);
+        hi[i][0] = hi[i][1] = codes == 1 ? c : _mm512_setzero_si512();
+        lo[i][0] = lo[i][1] = codes == 1 ? _mm512_setzero_si512() : c;
     }
     UNROLL for (int g = g0; g < g1; g++)
     {
@@ -111,16 +115,13 @@ INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, int32_t b, int g0, i
     }
     UNROLL for (int i = 0; i < Q8_R; i++)
     {
-        const __m512i c = _mm512_set1_epi32(-bias * comp[i]);
         if (codes == 1) {
-            sums[i][0] = _mm512_add_epi32(hi[i][0], c);
-            sums[i][1] = _mm512_add_epi32(hi[i][1], c);
+            sums[i][0] = hi[i][0];
+            sums[i][1] = hi[i][1];
             continue;
         }
-        sums[i][0] =
-            _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi[i][0], 7), lo[i][0]), c);
-        sums[i][1] =
-            _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi[i][1], 7), lo[i][1]), c);
+        sums[i][0] = _mm512_add_epi32(_mm512_slli_epi32(hi[i][0], 7), lo[i][0]);
+        sums[i][1] = _mm512_add_epi32(_mm512_slli_epi32(hi[i][1], 7), lo[i][1]);
     }
 }
 
@@ -147,15 +148,18 @@ INLINE void q8_part(__m512 acc[Q8_R][2], const q8_act_row *x, int32_t b, const u
     }
 }
 
-/* kernels.h's Q8 sequence with codes (1 or 2) codes per activation value. */
-INLINE void q8_kernel(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y, size_t ldy,
-                      int32_t n_rows, int32_t n_cols, kernel_mode mode, int codes)
+/* kernels.h's Q8 sequence with codes (1 or 2) codes per activation value.
+ * q8_0: the matrix has D per block and nothing else (Q8_0 and float
+ * weights), so that the loop is compiled without the other layouts'
+ * steps and tests. */
+INLINE void q8_loop(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y, size_t ldy,
+                    int32_t n_rows, int32_t n_cols, kernel_mode mode, int codes, bool q8_0)
 {
     __m512 acc[Q8_R][2];
     UNROLL for (int i = 0; i < Q8_R; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     for (int32_t b = 0; b < blocks; b++) {
         const uint8_t *wb = w->codes + (size_t)b * LMS_Q8_BLOCK * LMS_PANEL;
-        const size_t group = (size_t)(b / w->group_blocks) * LMS_PANEL;
+        const size_t group = (size_t)(q8_0 ? b : b / w->group_blocks) * LMS_PANEL;
         const __m512 d0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w->scale + group)));
         const __m512 d1 =
             _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w->scale + group + 16)));
@@ -166,15 +170,15 @@ INLINE void q8_kernel(const q8_act_row *x, int32_t blocks, const q8_panel *w, fl
             comp[1][i] = x[i].comp[2 * b + 1];
             whole[i] = comp[0][i] + comp[1][i];
         }
-        if (w->halves == 2) {
+        if (!q8_0 && w->halves == 2) {
             const int8_t *sc = w->sub_scale + (size_t)b * 2 * LMS_PANEL;
             q8_part(acc, x, b, wb, 0, 4, codes, w->bias, comp[0], d0, d1, sc);
             q8_part(acc, x, b, wb, 4, 8, codes, w->bias, comp[1], d0, d1, sc + LMS_PANEL);
         } else {
             q8_part(acc, x, b, wb, 0, 8, codes, w->bias, whole, d0, d1,
-                    w->sub_scale ? w->sub_scale + (size_t)b * LMS_PANEL : NULL);
+                    !q8_0 && w->sub_scale ? w->sub_scale + (size_t)b * LMS_PANEL : NULL);
         }
-        if (!w->offset) continue;
+        if (q8_0 || !w->offset) continue;
         __m512 o0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w->offset + group)));
         __m512 o1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w->offset + group + 16)));
         if (w->sub_offset) {
@@ -190,6 +194,15 @@ INLINE void q8_kernel(const q8_act_row *x, int32_t blocks, const q8_panel *w, fl
     }
     UNROLL for (int i = 0; i < Q8_R; i++) if (i < n_rows)
         store_row(y + (size_t)i * ldy, acc[i][0], acc[i][1], n_cols, mode);
+}
+
+INLINE void q8_kernel(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y, size_t ldy,
+                      int32_t n_rows, int32_t n_cols, kernel_mode mode, int codes)
+{
+    if (w->group_blocks == 1 && !w->sub_scale && !w->offset)
+        q8_loop(x, blocks, w, y, ldy, n_rows, n_cols, mode, codes, true);
+    else
+        q8_loop(x, blocks, w, y, ldy, n_rows, n_cols, mode, codes, false);
 }
 
 /* kernels.h's quantiser with codes_per_value (1 or 2) codes per value. */
