@@ -205,45 +205,124 @@ INLINE void q8_kernel(const q8_act_row *x, int32_t blocks, const q8_panel *w, fl
         q8_loop(x, blocks, w, y, ldy, n_rows, n_cols, mode, codes, false);
 }
 
-/* kernels.h's quantiser with codes_per_value (1 or 2) codes per value. */
+/* Lane j: the largest lane of m[j]. The values are >= 0 and not NaN, so
+ * that max gives the same in any order: a tree of 45 shuffles and maxima
+ * for 16 blocks, where a horizontal reduction per block would take 8
+ * dependent steps each. */
+INLINE __m512 max_lanes16(const __m512 m[16])
+{
+    __m512 t[8], u[4], v[2];
+    /* 256-bit halves of blocks 2i, 2i + 1 */
+    for (int i = 0; i < 8; i++)
+        t[i] = _mm512_max_ps(_mm512_shuffle_f32x4(m[2 * i], m[2 * i + 1], 0x44),
+                             _mm512_shuffle_f32x4(m[2 * i], m[2 * i + 1], 0xEE));
+    /* 128-bit lane q: block 4i + q */
+    for (int i = 0; i < 4; i++)
+        u[i] = _mm512_max_ps(_mm512_shuffle_f32x4(t[2 * i], t[2 * i + 1], 0x88),
+                             _mm512_shuffle_f32x4(t[2 * i], t[2 * i + 1], 0xDD));
+    /* lane q: blocks 8i + q (two values), 8i + 4 + q (two) */
+    for (int i = 0; i < 2; i++)
+        v[i] = _mm512_max_ps(_mm512_shuffle_ps(u[2 * i], u[2 * i + 1], 0x44),
+                             _mm512_shuffle_ps(u[2 * i], u[2 * i + 1], 0xEE));
+    /* element 4q + s: block 4s + q */
+    const __m512 r =
+        _mm512_max_ps(_mm512_shuffle_ps(v[0], v[1], 0x88), _mm512_shuffle_ps(v[0], v[1], 0xDD));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    return _mm512_permutexvar_ps(order, r);
+}
+
+/* x[first + 16h, ...): the half h of a block, zeros past k. */
+INLINE __m512 load_half(const float *x, int32_t k, int32_t first, int h)
+{
+    return _mm512_maskz_loadu_ps(lane_mask(k - first - 16 * h), x + first + 16 * h);
+}
+
+/* comp[2j + h] = the sum of the codes of half h of block j, j < n ≤ 16
+ * (one code per value: a block's 32 codes in a row), 4 blocks at a time:
+ * vpsadbw sums 8 bytes code + 128 into a 64-bit lane, two lanes make a
+ * half block, less 16 · 128. */
+INLINE void code_sums(const int8_t *codes, int32_t n, int32_t *comp)
+{
+    const __m512i flip = _mm512_set1_epi8((char)0x80), zero = _mm512_setzero_si512();
+    const __m512i even = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m512i odd = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+    for (int32_t j = 0; j < n; j += 4) {
+        __m512i s[2];
+        for (int p = 0; p < 2; p++) {
+            /* blocks j + 2p, j + 2p + 1: bytes past block n are not read */
+            const int32_t bytes = (n - j - 2 * p) * LMS_Q8_BLOCK;
+            const __mmask64 m = bytes >= 64  ? ~(__mmask64)0
+                                : bytes <= 0 ? 0
+                                             : ((__mmask64)1 << bytes) - 1;
+            const __m512i c = _mm512_maskz_loadu_epi8(m, codes + (size_t)(j + 2 * p) * 32);
+            s[p] = _mm512_sad_epu8(_mm512_xor_si512(c, flip), zero);
+        }
+        const __m512i halves =
+            _mm512_sub_epi64(_mm512_add_epi64(_mm512_permutex2var_epi64(s[0], even, s[1]),
+                                              _mm512_permutex2var_epi64(s[0], odd, s[1])),
+                             _mm512_set1_epi64(16 * 128));
+        const int32_t left = 2 * (n - j);
+        _mm512_mask_cvtepi64_storeu_epi32(comp + 2 * j,
+                                          left >= 8 ? 0xFF : (__mmask8)((1u << left) - 1), halves);
+    }
+}
+
+/* kernels.h's quantiser with codes_per_value (1 or 2) codes per value, 16
+ * blocks at a time: their amax, d and id as vectors (IEEE division gives
+ * the same bits in a vector as in a scalar), then each block's codes. */
 INLINE void q8_quantize(const float *x, int32_t k, int32_t blocks, int8_t *codes, float *scales,
                         int32_t *comp, int codes_per_value)
 {
     const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
-    for (int32_t b = 0; b < blocks; b++) {
-        const int32_t first = b * LMS_Q8_BLOCK;
-        __m512 v[2];
-        for (int h = 0; h < 2; h++)
-            v[h] = _mm512_maskz_loadu_ps(lane_mask(k - first - 16 * h), x + first + 16 * h);
-        /* max(|v|, m) keeps m where v is NaN */
-        __m512 m = _mm512_max_ps(_mm512_abs_ps(v[0]), _mm512_setzero_ps());
-        m = _mm512_max_ps(_mm512_abs_ps(v[1]), m);
-        const float d = _mm512_reduce_max_ps(m) / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-        const __m512 vd = _mm512_set1_ps(d), vid = _mm512_set1_ps(id);
-        const __m512 vid128 = _mm512_set1_ps(id * 128.0f);
-        int8_t *out = codes + (size_t)b * codes_per_value * LMS_Q8_BLOCK;
-        for (int h = 0; h < 2; h++) {
-            /* max(t, -127) is -127 where t is NaN */
-            const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v[h], vid), lo), hi);
-            const __m512 qh =
-                _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            if (codes_per_value == 1) {
-                const __m512i q = _mm512_cvtps_epi32(qh);
-                _mm_storeu_si128((__m128i *)(out + 16 * h), _mm512_cvtepi32_epi8(q));
-                comp[2 * b + h] = _mm512_reduce_add_epi32(q);
-                continue;
-            }
-            const __m512 r = _mm512_sub_ps(v[h], _mm512_mul_ps(qh, vd));
-            const __m512 u = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(r, vid128), lo), hi);
-            const __m512i qhi = _mm512_cvtps_epi32(qh);
-            const __m512i qlo = _mm512_cvtps_epi32(
-                _mm512_roundscale_ps(u, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-            _mm_storeu_si128((__m128i *)(out + 16 * h), _mm512_cvtepi32_epi8(qhi));
-            _mm_storeu_si128((__m128i *)(out + LMS_Q8_BLOCK + 16 * h), _mm512_cvtepi32_epi8(qlo));
-            comp[2 * b + h] =
-                _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(qhi, 7), qlo));
+    for (int32_t b0 = 0; b0 < blocks; b0 += 16) {
+        const int32_t n = blocks - b0 < 16 ? blocks - b0 : 16;
+        __m512 m[16];
+        _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++)
+        {
+            /* max(|v|, m) keeps m where v is NaN */
+            m[j] = _mm512_setzero_ps();
+            for (int h = 0; j < n && h < 2; h++)
+                m[j] =
+                    _mm512_max_ps(_mm512_abs_ps(load_half(x, k, (b0 + j) * LMS_Q8_BLOCK, h)), m[j]);
         }
-        scales[b] = codes_per_value == 1 ? d : d * 0x1p-7f;
+        const __m512 d16 = _mm512_div_ps(max_lanes16(m), _mm512_set1_ps(127.0f));
+        const __mmask16 nonzero = _mm512_cmp_ps_mask(d16, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+        float ds[16], ids[16];
+        _mm512_storeu_ps(ds, d16);
+        _mm512_storeu_ps(ids, _mm512_maskz_div_ps(nonzero, _mm512_set1_ps(1.0f), d16));
+        for (int32_t j = 0; j < n; j++) {
+            const int32_t b = b0 + j, first = b * LMS_Q8_BLOCK;
+            const float d = ds[j], id = ids[j];
+            __m512 v[2];
+            for (int h = 0; h < 2; h++)
+                v[h] = load_half(x, k, first, h);
+            const __m512 vd = _mm512_set1_ps(d), vid = _mm512_set1_ps(id);
+            const __m512 vid128 = _mm512_set1_ps(id * 128.0f);
+            int8_t *out = codes + (size_t)b * codes_per_value * LMS_Q8_BLOCK;
+            for (int h = 0; h < 2; h++) {
+                /* max(t, -127) is -127 where t is NaN */
+                const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v[h], vid), lo), hi);
+                const __m512 qh =
+                    _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                if (codes_per_value == 1) {
+                    _mm_storeu_si128((__m128i *)(out + 16 * h),
+                                     _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(qh)));
+                    continue;
+                }
+                const __m512 r = _mm512_sub_ps(v[h], _mm512_mul_ps(qh, vd));
+                const __m512 u = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(r, vid128), lo), hi);
+                const __m512i qhi = _mm512_cvtps_epi32(qh);
+                const __m512i qlo = _mm512_cvtps_epi32(
+                    _mm512_roundscale_ps(u, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+                _mm_storeu_si128((__m128i *)(out + 16 * h), _mm512_cvtepi32_epi8(qhi));
+                _mm_storeu_si128((__m128i *)(out + LMS_Q8_BLOCK + 16 * h),
+                                 _mm512_cvtepi32_epi8(qlo));
+                comp[2 * b + h] =
+                    _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(qhi, 7), qlo));
+            }
+            scales[b] = codes_per_value == 1 ? d : d * 0x1p-7f;
+        }
+        if (codes_per_value == 1) code_sums(codes + (size_t)b0 * LMS_Q8_BLOCK, n, comp + 2 * b0);
     }
 }
 
