@@ -231,9 +231,11 @@ INLINE __m512 max_lanes16(const __m512 m[16])
     return _mm512_permutexvar_ps(order, r);
 }
 
-/* x[first + 16h, ...): the half h of a block, zeros past k. */
-INLINE __m512 load_half(const float *x, int32_t k, int32_t first, int h)
+/* x[first + 16h, ...): the half h of a block, zeros past k; full: the
+ * block lies below k. */
+INLINE __m512 load_half(const float *x, int32_t k, int32_t first, int h, bool full)
 {
+    if (full) return _mm512_loadu_ps(x + first + 16 * h);
     return _mm512_maskz_loadu_ps(lane_mask(k - first - 16 * h), x + first + 16 * h);
 }
 
@@ -267,23 +269,23 @@ INLINE void code_sums(const int8_t *codes, int32_t n, int32_t *comp)
     }
 }
 
-/* kernels.h's quantiser with codes_per_value (1 or 2) codes per value, 16
- * blocks at a time: their amax, d and id as vectors (IEEE division gives
- * the same bits in a vector as in a scalar), then each block's codes. */
-INLINE void q8_quantize(const float *x, int32_t k, int32_t blocks, int8_t *codes, float *scales,
-                        int32_t *comp, int codes_per_value)
+/* kernels.h's quantiser with codes_per_value (1 or 2) codes per value for
+ * blocks [b0, b0 + n), n ≤ 16 (full: all below k, so that the loads need
+ * no masks): their amax, d and id as vectors (IEEE division gives the
+ * same bits in a vector as in a scalar), then each block's codes. */
+INLINE void q8_quantize16(const float *x, int32_t k, int32_t b0, int32_t n, int8_t *codes,
+                          float *scales, int32_t *comp, int codes_per_value, bool full)
 {
     const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
-    for (int32_t b0 = 0; b0 < blocks; b0 += 16) {
-        const int32_t n = blocks - b0 < 16 ? blocks - b0 : 16;
+    {
         __m512 m[16];
         _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++)
         {
             /* max(|v|, m) keeps m where v is NaN */
             m[j] = _mm512_setzero_ps();
             for (int h = 0; j < n && h < 2; h++)
-                m[j] =
-                    _mm512_max_ps(_mm512_abs_ps(load_half(x, k, (b0 + j) * LMS_Q8_BLOCK, h)), m[j]);
+                m[j] = _mm512_max_ps(
+                    _mm512_abs_ps(load_half(x, k, (b0 + j) * LMS_Q8_BLOCK, h, full)), m[j]);
         }
         const __m512 d16 = _mm512_div_ps(max_lanes16(m), _mm512_set1_ps(127.0f));
         const __mmask16 nonzero = _mm512_cmp_ps_mask(d16, _mm512_setzero_ps(), _CMP_NEQ_UQ);
@@ -295,20 +297,22 @@ INLINE void q8_quantize(const float *x, int32_t k, int32_t blocks, int8_t *codes
             const float d = ds[j], id = ids[j];
             __m512 v[2];
             for (int h = 0; h < 2; h++)
-                v[h] = load_half(x, k, first, h);
+                v[h] = load_half(x, k, first, h, full);
             const __m512 vd = _mm512_set1_ps(d), vid = _mm512_set1_ps(id);
             const __m512 vid128 = _mm512_set1_ps(id * 128.0f);
             int8_t *out = codes + (size_t)b * codes_per_value * LMS_Q8_BLOCK;
             for (int h = 0; h < 2; h++) {
                 /* max(t, -127) is -127 where t is NaN */
                 const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v[h], vid), lo), hi);
-                const __m512 qh =
-                    _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
                 if (codes_per_value == 1) {
-                    _mm_storeu_si128((__m128i *)(out + 16 * h),
-                                     _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(qh)));
+                    /* rne by the instruction's rounding, not MXCSR's */
+                    const __m512i q =
+                        _mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                    _mm_storeu_si128((__m128i *)(out + 16 * h), _mm512_cvtepi32_epi8(q));
                     continue;
                 }
+                const __m512 qh =
+                    _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
                 const __m512 r = _mm512_sub_ps(v[h], _mm512_mul_ps(qh, vd));
                 const __m512 u = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(r, vid128), lo), hi);
                 const __m512i qhi = _mm512_cvtps_epi32(qh);
@@ -323,6 +327,18 @@ INLINE void q8_quantize(const float *x, int32_t k, int32_t blocks, int8_t *codes
             scales[b] = codes_per_value == 1 ? d : d * 0x1p-7f;
         }
         if (codes_per_value == 1) code_sums(codes + (size_t)b0 * LMS_Q8_BLOCK, n, comp + 2 * b0);
+    }
+}
+
+INLINE void q8_quantize(const float *x, int32_t k, int32_t blocks, int8_t *codes, float *scales,
+                        int32_t *comp, int codes_per_value)
+{
+    for (int32_t b0 = 0; b0 < blocks; b0 += 16) {
+        const int32_t n = blocks - b0 < 16 ? blocks - b0 : 16;
+        if ((b0 + n) * LMS_Q8_BLOCK <= k)
+            q8_quantize16(x, k, b0, n, codes, scales, comp, codes_per_value, true);
+        else
+            q8_quantize16(x, k, b0, n, codes, scales, comp, codes_per_value, false);
     }
 }
 
