@@ -3,11 +3,14 @@
  * the libraries that could replace them, at a model's projection shapes, in
  * one run.
  *
- *   bench_matmul [--reps N] [--isa TIER] [--clock wall|cpu] [--smoke]
+ *   bench_matmul [--reps N] [--isa TIER] [--clock wall|cpu] [--model 0.6b|8b|all]
+ *                [--rows M,...] [--methods NAME,...] [--smoke]
  *
- * For y[M×N] = x[M×K]·Wᵀ at the Qwen3-0.6B shapes (N×K = 2048×1024 for q,
- * 3072×1024 for gate/up, 1024×3072 for down) and M = 32, 128, 512, 2000, it
- * times on all OpenMP threads:
+ * For y[M×N] = x[M×K]·Wᵀ at a model's projection shapes — Qwen3-0.6B's by
+ * default (N×K = 2048×1024 for q, 3072×1024 for gate/up, 1024×3072 for
+ * down), Qwen3-8B's with --model 8b (4096×4096, 12288×4096, 4096×12288) —
+ * and M = 32, 128, 512, 2000 (or --rows), it times on all OpenMP threads
+ * (--methods: only those named, and sgemm, the reference):
  *
  *   sgemm        one threaded OpenBLAS call
  *   f32, bf16, bf16x2, int8, int8x2   lmscore's projections (matmul) on
@@ -49,13 +52,18 @@
 #include "weights_pack.h"
 
 typedef struct {
-    const char *name;
+    const char *model, *name;
     int32_t n, k;
 } shape;
 
-static const shape SHAPES[] = {{"q", 2048, 1024}, {"gate/up", 3072, 1024}, {"down", 1024, 3072}};
-static const int32_t ROWS[] = {32, 128, 512, 2000};
-#define N_ROWS (int)(sizeof ROWS / sizeof ROWS[0])
+static const shape SHAPES[] = {
+    {"0.6b", "q", 2048, 1024}, {"0.6b", "gate/up", 3072, 1024}, {"0.6b", "down", 1024, 3072},
+    {"8b", "q", 4096, 4096},   {"8b", "gate/up", 12288, 4096},  {"8b", "down", 4096, 12288},
+};
+#define N_SHAPES (int)(sizeof SHAPES / sizeof SHAPES[0])
+#define MAX_ROWS 16
+static int32_t rows_list[MAX_ROWS] = {32, 128, 512, 2000};
+static int n_rows_list = 4;
 
 enum { SGEMM, F32, BF16, BF16X2, INT8, INT8X2, DNNL_F32, DNNL_BF16, DNNL_INT8, N_METHODS };
 
@@ -64,6 +72,8 @@ enum { SGEMM, F32, BF16, BF16X2, INT8, INT8X2, DNNL_F32, DNNL_BF16, DNNL_INT8, N
 static double method_peak[N_METHODS];
 static const char *METHOD_NAMES[N_METHODS] = {"sgemm",  "f32",      "bf16",      "bf16x2",   "int8",
                                               "int8x2", "dnnl f32", "dnnl bf16", "dnnl int8"};
+/* The methods timed (--methods); sgemm always is: the reference. */
+static bool method_on[N_METHODS] = {true, true, true, true, true, true, true, true, true};
 
 typedef struct {
     const shape *s;
@@ -253,6 +263,7 @@ static void time_dnnl(dnnl_engine_t engine, dnnl_stream_t stream, const problem 
                 {DNNL_BF16, dnnl_bf16, dnnl_bf16, x16, w16, NULL},
                 {DNNL_INT8, dnnl_u8, dnnl_s8, xu8, ws8, wscale}};
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        if (!method_on[runs[i].method]) continue;
         dnnl_ctx c = {.engine = engine, .stream = stream};
         if (!dnnl_setup(&c, p, runs[i].src_type, runs[i].src, runs[i].w_type, runs[i].w,
                         runs[i].scales))
@@ -322,7 +333,8 @@ static bool bench_one(const matmul_config *cfg, const shape *s, int32_t m, int r
                 {INT8, LMS_WEIGHTS_Q8, 2e-2},
                 {INT8X2, LMS_WEIGHTS_Q8, 2e-2}};
     for (size_t i = 0; scratch && i < sizeof runs / sizeof runs[0]; i++) {
-        if (!compute_tier_multiplies(cfg->tier, runs[i].format)) continue;
+        if (!method_on[runs[i].method] || !compute_tier_multiplies(cfg->tier, runs[i].format))
+            continue;
         lms_weights lw;
         void *buffer = NULL;
         if (!pack(cfg->tier, w, s->n, s->k, runs[i].format, &lw, &buffer)) {
@@ -349,8 +361,12 @@ static bool bench_one(const matmul_config *cfg, const shape *s, int32_t m, int r
 #endif
 
     const double flop = 2.0 * m * s->n * s->k;
-    printf("| %s %d×%d | %d |", s->name, s->n, s->k, m);
+    if (strcmp(s->model, "0.6b"))
+        printf("| %s %s %d×%d | %d |", s->model, s->name, s->n, s->k, m);
+    else
+        printf("| %s %d×%d | %d |", s->name, s->n, s->k, m);
     for (int i = 0; i < N_METHODS; i++) {
+        if (!method_on[i]) continue;
         if (seconds[i] < 0)
             printf(" – |");
         else if (i == SGEMM)
@@ -366,11 +382,48 @@ static bool bench_one(const matmul_config *cfg, const shape *s, int32_t m, int r
     return ok;
 }
 
+/* --rows: a comma-separated list of positive M. */
+static bool parse_rows(const char *list)
+{
+    n_rows_list = 0;
+    for (const char *p = list; *p;) {
+        char *end;
+        const long m = strtol(p, &end, 10);
+        if (end == p || m <= 0 || m > 1 << 20 || n_rows_list == MAX_ROWS) return false;
+        rows_list[n_rows_list++] = (int32_t)m;
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',') return false;
+    }
+    return n_rows_list > 0;
+}
+
+/* --methods: a comma-separated list of METHOD_NAMES. */
+static bool parse_methods(const char *list)
+{
+    for (int i = 1; i < N_METHODS; i++)
+        method_on[i] = false;
+    for (const char *p = list; *p;) {
+        const size_t len = strcspn(p, ",");
+        int found = -1;
+        for (int i = 0; i < N_METHODS; i++)
+            if (strlen(METHOD_NAMES[i]) == len && !strncmp(p, METHOD_NAMES[i], len)) found = i;
+        if (found < 0) return false;
+        method_on[found] = true;
+        p += len + (p[len] == ',');
+    }
+    return true;
+}
+
+static bool shape_on(const shape *s, const char *model)
+{
+    return !strcmp(model, "all") || !strcmp(model, s->model);
+}
+
 int main(int argc, char **argv)
 {
     int reps = 5;
-    bool smoke = false;
-    const char *isa = "auto";
+    bool smoke = false, ok_args = true;
+    const char *isa = "auto", *model = "0.6b";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
             reps = atoi(argv[++i]);
@@ -378,14 +431,27 @@ int main(int argc, char **argv)
             isa = argv[++i];
         else if (strcmp(argv[i], "--clock") == 0 && i + 1 < argc)
             cpu_clock = strcmp(argv[++i], "cpu") == 0;
+        else if (strcmp(argv[i], "--model") == 0 && i + 1 < argc)
+            model = argv[++i];
+        else if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc)
+            ok_args &= parse_rows(argv[++i]);
+        else if (strcmp(argv[i], "--methods") == 0 && i + 1 < argc)
+            ok_args &= parse_methods(argv[++i]);
         else if (strcmp(argv[i], "--smoke") == 0)
             smoke = true;
-        else {
-            fprintf(stderr,
-                    "usage: bench_matmul [--reps N] [--isa %s] [--clock wall|cpu] [--smoke]\n",
-                    lms_isa_names());
-            return 2;
-        }
+        else
+            ok_args = false;
+    }
+    if (!ok_args || (strcmp(model, "0.6b") && strcmp(model, "8b") && strcmp(model, "all"))) {
+        fprintf(stderr,
+                "usage: bench_matmul [--reps N] [--isa %s] [--clock wall|cpu] "
+                "[--model 0.6b|8b|all] [--rows M,...] [--methods NAME,...] [--smoke]\n",
+                lms_isa_names());
+        return 2;
+    }
+    if (smoke) {
+        rows_list[0] = 32;
+        n_rows_list = 1;
     }
     lms_cpu_features cpu;
     lms_cpu_detect(&cpu);
@@ -397,7 +463,14 @@ int main(int argc, char **argv)
     }
     const matmul_config cfg = {tier};
 
-    const int32_t max_n = 3072, max_k = 3072, max_m = smoke ? 32 : ROWS[N_ROWS - 1];
+    int32_t max_n = 0, max_k = 0, max_m = 0;
+    for (int s = 0; s < N_SHAPES; s++) {
+        if (!shape_on(&SHAPES[s], model)) continue;
+        max_n = SHAPES[s].n > max_n ? SHAPES[s].n : max_n;
+        max_k = SHAPES[s].k > max_k ? SHAPES[s].k : max_k;
+    }
+    for (int r = 0; r < n_rows_list; r++)
+        max_m = rows_list[r] > max_m ? rows_list[r] : max_m;
     float *x = malloc((size_t)max_m * max_k * sizeof *x);
     float *w = malloc((size_t)max_n * max_k * sizeof *w);
     float *y = malloc((size_t)max_m * max_n * sizeof *y);
@@ -444,7 +517,7 @@ int main(int argc, char **argv)
     printf("peak per core (bench_peak):");
     for (size_t i = 0; i < sizeof peaks / sizeof *peaks; i++) {
         const peak_kind kind = peak_of_tier(tier, peaks[i].format);
-        if (kind == PEAK_NONE || !peak_available(kind)) continue;
+        if (!method_on[peaks[i].method] || kind == PEAK_NONE || !peak_available(kind)) continue;
         if (!core_peak[kind]) core_peak[kind] = peak_rate(kind, smoke ? 0.01 : 0.5);
         const double core = core_peak[kind];
         method_peak[peaks[i].method] = core * omp_get_max_threads();
@@ -457,16 +530,16 @@ int main(int argc, char **argv)
            reps, cpu_clock ? "CPU time per thread" : "wall time");
     printf("| shape N×K | M |");
     for (int i = 0; i < N_METHODS; i++)
-        printf(" %s |", METHOD_NAMES[i]);
+        if (method_on[i]) printf(" %s |", METHOD_NAMES[i]);
     printf("\n|---|---|");
     for (int i = 0; i < N_METHODS; i++)
-        printf("---|");
+        if (method_on[i]) printf("---|");
     printf("\n");
 
     bool ok = true;
-    for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++)
-        for (int r = 0; r < (smoke ? 1 : N_ROWS); r++)
-            ok &= bench_one(&cfg, &SHAPES[s], smoke ? 32 : ROWS[r], reps, x, w, y, ref, dnnl);
+    for (int s = 0; s < N_SHAPES; s++)
+        for (int r = 0; shape_on(&SHAPES[s], model) && r < n_rows_list; r++)
+            ok &= bench_one(&cfg, &SHAPES[s], rows_list[r], reps, x, w, y, ref, dnnl);
 #ifdef LMSCORE_BENCH_DNNL
     if (dnnl) {
         dnnl_stream_destroy(d.stream);

@@ -80,19 +80,22 @@ INLINE __m256 widen_i8(const int8_t *p)
  *
  * One code (x_code = hi), bias 128: vpmaddubsw of |code_w| by hi signed by
  * code_w (|code_w| ≤ 128, |hi| ≤ 127: no saturation), vpmaddwd by ones: a
- * column's 4 products per lane. Small bias (bytes below 64): vpmaddubsw of
- * the bytes by hi, two groups' pairs added in 16 bits (2 · 2 · 63 · 127 <
- * 2^15), then vpmaddwd by ones, and -bias × comp. Two codes (x_code = 128 ·
- * hi + lo, as 16-bit words): vpmaddwd against the bytes widened, 2 columns'
- * halves per lane put back in column order, and -bias × comp. */
+ * column's 4 products per lane; a loop over the groups, not unrolled: gcc
+ * reassociates an unrolled chain of integer adds into a tree whose partial
+ * sums spill out of the 16 ymm registers. Small bias (bytes below 64):
+ * vpmaddubsw of the bytes by hi, two groups' pairs added in 16 bits (2 · 2 ·
+ * 63 · 127 < 2^15), then vpmaddwd by ones. Two codes (x_code = 128 · hi +
+ * lo, as 16-bit words): vpmaddwd against the bytes widened, 2 columns'
+ * halves per lane put back in column order. Both start at -bias × comp
+ * (integer additions are exact in any order). */
 INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, int32_t b, int g0, int g1, int codes,
                     int32_t bias, const int32_t *comp, __m256i sums[Q8_R])
 {
     const __m256i ones = _mm256_set1_epi16(1);
-    UNROLL for (int i = 0; i < Q8_R; i++) sums[i] = _mm256_setzero_si256();
     if (codes == 1 && bias == 128) {
+        UNROLL for (int i = 0; i < Q8_R; i++) sums[i] = _mm256_setzero_si256();
         const __m256i flip = _mm256_set1_epi8((char)0x80);
-        _Pragma("GCC unroll 2") for (int g = g0; g < g1; g++)
+        _Pragma("GCC unroll 1") for (int g = g0; g < g1; g++)
         {
             const __m256i w = _mm256_xor_si256(
                 _mm256_loadu_si256((const __m256i *)(wb + g * 4 * LMS_PANEL)), flip);
@@ -108,6 +111,7 @@ INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, int32_t b, int g0, i
         }
         return;
     }
+    UNROLL for (int i = 0; i < Q8_R; i++) sums[i] = _mm256_set1_epi32(-bias * comp[i]);
     if (codes == 1) {
         _Pragma("GCC unroll 1") for (int g = g0; g < g1; g += 2)
         {
@@ -142,11 +146,9 @@ INLINE void q8_sums(const q8_act_row *x, const uint8_t *wb, int32_t b, int g0, i
             }
         }
         /* [c0 c1 c4 c5 | c2 c3 c6 c7] back to column order */
-        UNROLL for (int i = 0; i < Q8_R; i++) sums[i] =
-            _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo[i], hi[i]), 0xD8);
+        UNROLL for (int i = 0; i < Q8_R; i++) sums[i] = _mm256_add_epi32(
+            sums[i], _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo[i], hi[i]), 0xD8));
     }
-    UNROLL for (int i = 0; i < Q8_R; i++) sums[i] =
-        _mm256_add_epi32(sums[i], _mm256_set1_epi32(-bias * comp[i]));
 }
 
 /* The sums over groups [g0, g1) of block b, scaled by D · sc (sc: the
@@ -163,16 +165,19 @@ INLINE void q8_part(__m256 acc[Q8_R], const q8_act_row *x, int32_t b, const uint
         _mm256_cvtepi32_ps(sums[i]), _mm256_mul_ps(s, _mm256_set1_ps(x[i].scale[b])), acc[i]);
 }
 
-/* kernels.h's Q8 sequence with codes (1 or 2) codes per activation value. */
-INLINE void q8_kernel(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y, size_t ldy,
-                      int32_t n_rows, int32_t n_cols, kernel_mode mode, int codes)
+/* kernels.h's Q8 sequence with codes (1 or 2) codes per activation value.
+ * q8_0: the matrix has D per block and nothing else (Q8_0 and float
+ * weights), so that the loop is compiled without the other layouts'
+ * steps and tests. */
+INLINE void q8_loop(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y, size_t ldy,
+                    int32_t n_rows, int32_t n_cols, kernel_mode mode, int codes, bool q8_0)
 {
     for (int slice = 0; slice < LMS_PANEL / 8; slice++) {
         __m256 acc[Q8_R];
         UNROLL for (int i = 0; i < Q8_R; i++) acc[i] = _mm256_setzero_ps();
         for (int32_t b = 0; b < blocks; b++) {
             const uint8_t *wb = w->codes + (size_t)b * LMS_Q8_BLOCK * LMS_PANEL + 32 * slice;
-            const size_t group = (size_t)(b / w->group_blocks) * LMS_PANEL + 8 * slice;
+            const size_t group = (size_t)(q8_0 ? b : b / w->group_blocks) * LMS_PANEL + 8 * slice;
             const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w->scale + group)));
             int32_t comp[2][Q8_R], whole[Q8_R];
             UNROLL for (int i = 0; i < Q8_R; i++)
@@ -181,15 +186,16 @@ INLINE void q8_kernel(const q8_act_row *x, int32_t blocks, const q8_panel *w, fl
                 comp[1][i] = x[i].comp[2 * b + 1];
                 whole[i] = comp[0][i] + comp[1][i];
             }
-            if (w->halves == 2) {
+            if (!q8_0 && w->halves == 2) {
                 const int8_t *sc = w->sub_scale + (size_t)b * 2 * LMS_PANEL + 8 * slice;
                 q8_part(acc, x, b, wb, 0, 4, codes, w->bias, comp[0], d, sc);
                 q8_part(acc, x, b, wb, 4, 8, codes, w->bias, comp[1], d, sc + LMS_PANEL);
             } else {
                 q8_part(acc, x, b, wb, 0, 8, codes, w->bias, whole, d,
-                        w->sub_scale ? w->sub_scale + (size_t)b * LMS_PANEL + 8 * slice : NULL);
+                        !q8_0 && w->sub_scale ? w->sub_scale + (size_t)b * LMS_PANEL + 8 * slice
+                                              : NULL);
             }
-            if (!w->offset) continue;
+            if (q8_0 || !w->offset) continue;
             __m256 o = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w->offset + group)));
             if (w->sub_offset)
                 o = _mm256_mul_ps(o, widen_i8(w->sub_offset + (size_t)b * LMS_PANEL + 8 * slice));
@@ -203,6 +209,15 @@ INLINE void q8_kernel(const q8_act_row *x, int32_t blocks, const q8_panel *w, fl
             vf_store(yi, mode == KERNEL_ACCUMULATE ? vf_add(vf_load(yi, n), acc[i]) : acc[i], n);
         }
     }
+}
+
+INLINE void q8_kernel(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y, size_t ldy,
+                      int32_t n_rows, int32_t n_cols, kernel_mode mode, int codes)
+{
+    if (w->group_blocks == 1 && !w->sub_scale && !w->offset)
+        q8_loop(x, blocks, w, y, ldy, n_rows, n_cols, mode, codes, true);
+    else
+        q8_loop(x, blocks, w, y, ldy, n_rows, n_cols, mode, codes, false);
 }
 
 /* kernels.h's quantiser with codes (1 or 2) codes per value. */

@@ -415,16 +415,17 @@ static void test_grid_does_not_change_a_row(void **state)
 }
 
 /* The activation quantisers (one and two codes) on every tier against
- * their definition (kernels.h), with zeros, NaN, huge values and a short
- * last block. */
+ * their definition (kernels.h), with zeros, NaN, huge values, a short
+ * last block, and more blocks than a kernel's group of 16 (the avx512
+ * one's), each of another magnitude. */
 static void test_quantiser(void **state)
 {
     (void)state;
-    enum { K = 77, BLOCKS = 3 };
+    enum { K = 589, BLOCKS = 19 };
     float x[BLOCKS * 32] = {0};
     uint64_t seed = 5;
     for (int32_t i = 0; i < K; i++)
-        x[i] = uniform(&seed) * 3.0f;
+        x[i] = uniform(&seed) * 3.0f * (float)(1 + i / 32);
     for (int32_t i = 32; i < 64; i++)
         x[i] = 0.0f; /* an all-zero block: scale 0, codes 0 */
     x[70] = NAN;
