@@ -105,6 +105,14 @@ typedef struct {
     int32_t bias; /* the codes' bytes are code + bias */
 } q8_panel;
 
+/* Does the panel hold D per block and nothing else (Q8_0, and float
+ * weights quantised at load)? The kernels compile a loop without the other
+ * layouts' steps for it. */
+static inline bool q8_panel_plain(const q8_panel *w)
+{
+    return w->group_blocks == 1 && !w->sub_scale && !w->offset;
+}
+
 /* rows: up to the kernel's rows per call pointers (or q8_act_rows); only
  * the first n_rows results are stored, the others may repeat a row. y: row
  * i of the result at y + i·ldy, n_cols (≤ LMS_PANEL) columns. */

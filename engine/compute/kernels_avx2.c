@@ -214,7 +214,8 @@ INLINE void q8_loop(const q8_act_row *x, int32_t blocks, const q8_panel *w, floa
 INLINE void q8_kernel(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y, size_t ldy,
                       int32_t n_rows, int32_t n_cols, kernel_mode mode, int codes)
 {
-    if (w->group_blocks == 1 && !w->sub_scale && !w->offset)
+    /* a literal flag in each call, so that each is its own loop */
+    if (q8_panel_plain(w))
         q8_loop(x, blocks, w, y, ldy, n_rows, n_cols, mode, codes, true);
     else
         q8_loop(x, blocks, w, y, ldy, n_rows, n_cols, mode, codes, false);
