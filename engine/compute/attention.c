@@ -143,46 +143,66 @@ static void softmax_visible(const vec_kernels *vec, float *s, int32_t visible, i
     memset(s + visible, 0, (size_t)(n - visible) * sizeof *s);
 }
 
-/* The outputs of rows [a, a + n_rows) of head h from their probabilities:
- * the first n_shared columns for the cached then prefix keys, then n_own
- * columns for the batch keys from own0. */
-static void attend(const attn_plan *p, const attn_io *io, int32_t h, int32_t g, int32_t a,
-                   int32_t n_rows, const float *prob, size_t ldp, int32_t n_prefix, int32_t own0,
-                   int32_t n_own)
+/* Rows' outputs (at out, q_stride apart) from their probabilities over
+ * the shared keys: the cached ones, then the batch's first n_prefix
+ * (prob's first c + n_prefix columns). */
+static void attend_shared(const attn_plan *p, const attn_io *io, const float *prob, size_t ldp,
+                          int32_t n_rows, int32_t g, int32_t n_prefix, float *out)
 {
     const int32_t c = p->cached;
-    float *out = io->out + (size_t)a * io->q_stride + (size_t)h * p->geo.head_dim;
     if (c) weighted_values(p, io, prob, ldp, n_rows, g, 0, c, out, false);
     if (n_prefix) weighted_values(p, io, prob + c, ldp, n_rows, g, c, n_prefix, out, c > 0);
-    if (n_own)
-        weighted_values(p, io, prob + c + n_prefix, ldp, n_rows, g, c + own0, n_own, out,
-                        c + n_prefix > 0);
 }
 
-/* One block, one query head h (kv head g), segment mode. */
+/* One block, one query head h (kv head g), segment mode. The pieces on
+ * consecutive rows (a block of short segments packed tightly) go as one
+ * group: the scores over their shared keys and the shared values' part of
+ * P · V in one pass of the kernels over all the group's rows (pieces one
+ * by one would leave each piece's last call of the kernel with spare rows:
+ * 24 computed for an item of 20), then each piece's own keys. A row's
+ * scores, softmax and chains are the same whatever its group. */
 static void block_head_segment(const attn_plan *p, const attn_block *blk, const attn_io *io,
                                int32_t h, int32_t g, float *scratch)
 {
     const int32_t hd = p->geo.head_dim, c = p->cached, n_sh = c + blk->shared;
+    const size_t q_stride = (size_t)io->q_stride;
     for (int32_t r = blk->r0; r < blk->r1; r++)
-        memset(io->out + (size_t)r * io->q_stride + (size_t)h * hd, 0, hd * sizeof(float));
-    for (int32_t pi = blk->first_piece; pi < blk->end_piece; pi++) {
-        const attn_piece *pc = &p->pieces[pi];
-        const int32_t rows = pc->b - pc->a, n_own = pc->b - pc->own0;
-        const int32_t own_first = (c + pc->own0) / 32 * 32, skew = c + pc->own0 - own_first;
-        const size_t ld = (size_t)(n_sh + n_own), ld_own = (size_t)(skew + n_own + 31) / 32 * 32;
-        float *s = scratch, *own = scratch + (size_t)rows * ld;
-        const float *q = io->q + (size_t)pc->a * io->q_stride + (size_t)h * hd;
-        scores(p, q, (size_t)io->q_stride, rows, g, 0, n_sh, s, ld);
-        scores(p, q, (size_t)io->q_stride, rows, g, own_first, skew + n_own, own, ld_own);
-        for (int32_t i = 0; i < rows; i++) {
-            float *row = s + (size_t)i * ld;
-            memcpy(row + n_sh, own + (size_t)i * ld_own + skew, (size_t)n_own * sizeof *row);
-            const int32_t visible = n_sh + pc->a + i - pc->own0 + 1;
-            p->geo.vec->scale(row, visible, io->scale);
-            softmax_visible(p->geo.vec, row, visible, (int32_t)ld);
+        memset(io->out + (size_t)r * q_stride + (size_t)h * hd, 0, hd * sizeof(float));
+    for (int32_t first = blk->first_piece, end; first < blk->end_piece; first = end) {
+        int32_t max_own = 0;
+        for (end = first; end < blk->end_piece; end++) {
+            const attn_piece *pc = &p->pieces[end];
+            if (end > first && pc->a != pc[-1].b) break;
+            if (pc->b - pc->own0 > max_own) max_own = pc->b - pc->own0;
         }
-        attend(p, io, h, g, pc->a, rows, s, ld, blk->shared, pc->own0, n_own);
+        const int32_t a = p->pieces[first].a, rows = p->pieces[end - 1].b - a;
+        const size_t ld = (size_t)(n_sh + max_own);
+        float *s = scratch, *own = scratch + (size_t)rows * ld;
+        float *out = io->out + (size_t)a * q_stride + (size_t)h * hd;
+        const float *q = io->q + (size_t)a * q_stride + (size_t)h * hd;
+        scores(p, q, q_stride, rows, g, 0, n_sh, s, ld);
+        for (int32_t pi = first; pi < end; pi++) {
+            const attn_piece *pc = &p->pieces[pi];
+            const int32_t n_rows = pc->b - pc->a, n_own = pc->b - pc->own0;
+            const int32_t own_first = (c + pc->own0) / 32 * 32, skew = c + pc->own0 - own_first;
+            const size_t ld_own = (size_t)(skew + n_own + 31) / 32 * 32;
+            scores(p, q + (size_t)(pc->a - a) * q_stride, q_stride, n_rows, g, own_first,
+                   skew + n_own, own, ld_own);
+            for (int32_t i = 0; i < n_rows; i++) {
+                float *row = s + (size_t)(pc->a - a + i) * ld;
+                memcpy(row + n_sh, own + (size_t)i * ld_own + skew, (size_t)n_own * sizeof *row);
+                const int32_t visible = n_sh + pc->a + i - pc->own0 + 1;
+                p->geo.vec->scale(row, visible, io->scale);
+                softmax_visible(p->geo.vec, row, visible, (int32_t)ld);
+            }
+        }
+        attend_shared(p, io, s, ld, rows, g, blk->shared, out);
+        for (int32_t pi = first; pi < end; pi++) {
+            const attn_piece *pc = &p->pieces[pi];
+            weighted_values(p, io, s + (size_t)(pc->a - a) * ld + n_sh, ld, pc->b - pc->a, g,
+                            c + pc->own0, pc->b - pc->own0, out + (size_t)(pc->a - a) * q_stride,
+                            n_sh > 0);
+        }
     }
 }
 
@@ -211,7 +231,9 @@ static void block_head_dense(const attn_plan *p, const attn_block *blk, const at
         for (int32_t j = 0, next = 0; j < n; j++)
             row[j] = j < c || mask[j - c] ? compact[next++] : 0.0f;
     }
-    attend(p, io, h, g, blk->r0, rows, s, (size_t)n, 0, 0, t);
+    float *out = io->out + (size_t)blk->r0 * io->q_stride + (size_t)h * hd;
+    attend_shared(p, io, s, (size_t)n, rows, g, 0, out);
+    weighted_values(p, io, s + c, (size_t)n, rows, g, c, t, out, c > 0);
 }
 
 void attn_run(const attn_plan *p, const float *q, const float *k, const float *v, const void *ck,
