@@ -6,13 +6,14 @@
  *      32 keys per KV head, so that a row's scores over any run of keys are
  *      the f32 kernel's (kernels.h): score = chain of fmas over head_dim;
  *      and V in the same key order, by panels of 32 of head_dim.
- *   2. Per block and query head, per piece of rows: the scores over the
- *      shared keys (cached and prefix) and over the piece's own keys, laid
- *      out in key order in one row; scaled by 1/sqrt(head_dim); masked to
- *      the keys the row sees; softmax (vec.h: its sum's order is fixed by
- *      the layout); then the output, the chain of fmas over the row's keys
- *      in the same order — cached values, prefix values, own values, each
- *      run resuming the chain.
+ *   2. Per block and query head, per group of pieces on consecutive rows:
+ *      the scores over the shared keys (cached and prefix) for all the
+ *      group's rows, and over each piece's own keys, laid out in key order
+ *      in one row; scaled by 1/sqrt(head_dim); masked to the keys the row
+ *      sees; softmax (vec.h: its sum's order is fixed by the layout); then
+ *      the output, the chain of fmas over the row's keys in the same order
+ *      — cached values, prefix values (all the group's rows), own values
+ *      (piece by piece), each run resuming the chain.
  *
  * No row touches a key it cannot see, memory is O(rows × keys) per thread,
  * never O(T²), and the blocks run in parallel (OpenMP). The dense-mask mode
