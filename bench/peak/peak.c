@@ -25,6 +25,11 @@
     "vpmaddubsw %%ymm13, %%ymm14, %%ymm12\n\t"                                                     \
     "vpmaddwd %%ymm15, %%ymm12, %%ymm12\n\t"                                                       \
     "vpaddd %%ymm12, %%ymm" #i ", %%ymm" #i "\n\t"
+#define INT8_SIGNED_YMM(i)                                                                         \
+    "vpsignb %%ymm13, %%ymm14, %%ymm12\n\t"                                                        \
+    "vpmaddubsw %%ymm12, %%ymm15, %%ymm12\n\t"                                                     \
+    "vpmaddwd %%ymm13, %%ymm12, %%ymm12\n\t"                                                       \
+    "vpaddd %%ymm12, %%ymm" #i ", %%ymm" #i "\n\t"
 #define ZERO_ZMM(i) "vpxord %%zmm" #i ", %%zmm" #i ", %%zmm" #i "\n\t"
 #define FMA_ZMM(i)  "vfmadd231ps %%zmm12, %%zmm13, %%zmm" #i "\n\t"
 #define VNNI_ZMM(i) "vpdpbusd %%zmm12, %%zmm13, %%zmm" #i "\n\t"
@@ -46,6 +51,11 @@ static void run_fma_ymm(uint64_t iterations)
 static void run_int8_ymm(uint64_t iterations)
 {
     LOOP(ZERO_YMM, INT8_YMM);
+}
+
+static void run_int8_signed_ymm(uint64_t iterations)
+{
+    LOOP(ZERO_YMM, INT8_SIGNED_YMM);
 }
 
 static void run_fma_zmm(uint64_t iterations)
@@ -73,6 +83,8 @@ typedef struct {
 static const probe PROBES[PEAK_N] = {
     [PEAK_FMA_YMM] = {"vfmadd231ps ymm", "GFLOP/s", 12 * 16, run_fma_ymm},
     [PEAK_INT8_YMM] = {"vpmaddubsw+vpmaddwd+vpaddd ymm", "GOP/s", 12 * 64, run_int8_ymm},
+    [PEAK_INT8_SIGNED_YMM] = {"vpsignb+vpmaddubsw+vpmaddwd+vpaddd ymm", "GOP/s", 12 * 64,
+                              run_int8_signed_ymm},
     [PEAK_FMA_ZMM] = {"vfmadd231ps zmm", "GFLOP/s", 12 * 32, run_fma_zmm},
     [PEAK_VNNI_ZMM] = {"vpdpbusd zmm", "GOP/s", 12 * 128, run_vnni_zmm},
     [PEAK_BF16_ZMM] = {"vdpbf16ps zmm", "GFLOP/s", 12 * 64, run_bf16_zmm},
@@ -95,6 +107,7 @@ bool peak_available(peak_kind kind)
     switch (kind) {
     case PEAK_FMA_YMM:
     case PEAK_INT8_YMM:
+    case PEAK_INT8_SIGNED_YMM:
         return cpu.avx2;
     case PEAK_FMA_ZMM:
         return cpu.avx512;

@@ -21,9 +21,11 @@
 typedef enum {
     PEAK_FMA_YMM,  /* vfmadd231ps ymm: 16 FLOP */
     PEAK_INT8_YMM, /* vpmaddubsw + vpmaddwd + vpaddd ymm, the avx2 int8 kernel's core: 64 OP */
-    PEAK_FMA_ZMM,  /* vfmadd231ps zmm: 32 FLOP */
-    PEAK_VNNI_ZMM, /* vpdpbusd zmm: 128 OP */
-    PEAK_BF16_ZMM, /* vdpbf16ps zmm: 64 FLOP */
+    PEAK_INT8_SIGNED_YMM, /* vpsignb, then the three: the same 64 OP as the avx2 Q8_0 loop runs
+                           * them, x signed by the weight for its |code| (full-range codes) */
+    PEAK_FMA_ZMM,         /* vfmadd231ps zmm: 32 FLOP */
+    PEAK_VNNI_ZMM,        /* vpdpbusd zmm: 128 OP */
+    PEAK_BF16_ZMM,        /* vdpbf16ps zmm: 64 FLOP */
     PEAK_N,
     PEAK_NONE = -1, /* no probe: generic C, or a tile instruction */
 } peak_kind;
