@@ -44,65 +44,60 @@ typedef struct {
  * 32 of head_dim, so that P · V streams contiguous bytes per key where the
  * rows of V lie a whole KV width apart (4 KiB on Qwen3-0.6B: every key in
  * the same L1 set). With kv16 the batch's keys and values are rounded to
- * f16 here, the cached ones already are. */
+ * f16 here, the cached ones already are, and both are widened back to f32
+ * (exactly): the f32 kernel then multiplies the f16 values, the same
+ * chains as the 16-bit kernel's without widening each panel again for
+ * every group of rows. */
 static void pack_kv(const attn_plan *p, const attn_io *io, int32_t g, int32_t panel)
 {
     const int32_t hd = p->geo.head_dim, c = p->cached, n = c + p->n_rows;
     const size_t n_keys = (size_t)p->key_panels * 32, first = (size_t)g * p->value_panels;
-    const size_t kt0 = ((size_t)g * p->key_panels + panel) * hd * 32;
+    float *kt = p->keys_t + ((size_t)g * p->key_panels + panel) * hd * 32, *values = p->values;
+    const w16_kernels *kv16 = p->geo.kv16;
     uint16_t k16[LMS_MAX_HEAD_DIM], v16[LMS_MAX_HEAD_DIM];
+    float kw[LMS_MAX_HEAD_DIM], vw[LMS_MAX_HEAD_DIM];
     for (int32_t j = 0; j < 32; j++) {
         const int32_t key = panel * 32 + j;
         const size_t at = (size_t)(key < c ? key : key - c) * io->kv_stride + (size_t)g * hd;
-        if (!p->geo.kv16) {
-            const float *k = key < c ? (const float *)io->ck + at : key < n ? io->k + at : NULL;
-            const float *v = key < c ? (const float *)io->cv + at : key < n ? io->v + at : NULL;
-            float *kt = (float *)p->keys_t + kt0, *values = p->values;
-            for (int32_t d = 0; d < hd; d++)
-                kt[(size_t)d * 32 + j] = k ? k[d] : 0.0f;
-            for (int32_t d = 0; d < hd; d++)
-                values[((first + d / 32) * n_keys + key) * 32 + d % 32] = v ? v[d] : 0.0f;
-            continue;
-        }
-        const uint16_t *k = NULL, *v = NULL;
-        if (key < c) {
-            k = (const uint16_t *)io->ck + at;
-            v = (const uint16_t *)io->cv + at;
+        const float *k = NULL, *v = NULL;
+        if (key < n && !kv16) {
+            k = key < c ? (const float *)io->ck + at : io->k + at;
+            v = key < c ? (const float *)io->cv + at : io->v + at;
         } else if (key < n) {
-            p->geo.kv16->to_f16(io->k + at, k16, (size_t)hd);
-            p->geo.kv16->to_f16(io->v + at, v16, (size_t)hd);
-            k = k16;
-            v = v16;
+            const uint16_t *kh = (const uint16_t *)io->ck + at, *vh = (const uint16_t *)io->cv + at;
+            if (key >= c) {
+                kv16->to_f16(io->k + at, k16, (size_t)hd);
+                kv16->to_f16(io->v + at, v16, (size_t)hd);
+                kh = k16;
+                vh = v16;
+            }
+            kv16->to_f32(kh, kw, (size_t)hd);
+            kv16->to_f32(vh, vw, (size_t)hd);
+            k = kw;
+            v = vw;
         }
-        uint16_t *kt = (uint16_t *)p->keys_t + kt0, *values = p->values;
         for (int32_t d = 0; d < hd; d++)
-            kt[(size_t)d * 32 + j] = k ? k[d] : 0;
+            kt[(size_t)d * 32 + j] = k ? k[d] : 0.0f;
         for (int32_t d = 0; d < hd; d++)
-            values[((first + d / 32) * n_keys + key) * 32 + d % 32] = v ? v[d] : 0;
+            values[((first + d / 32) * n_keys + key) * 32 + d % 32] = v ? v[d] : 0.0f;
     }
 }
 
-/* The f32 or 16-bit kernel over rows [0, n_rows) of x (row i at x +
- * i·ldx), in groups of the kernel's rows per call, against the panel at
- * element w of keys_t or values (32 columns a row): y row i at y + i·ldy. */
+/* The f32 kernel over rows [0, n_rows) of x (row i at x + i·ldx), in
+ * groups of the kernel's rows per call, against the panel at element w of
+ * keys_t or values (32 columns a row): y row i at y + i·ldy. */
 static void kernel_rows(const attn_plan *p, const float *x, size_t ldx, int32_t n_rows, int32_t k,
-                        const void *panels, size_t w, float *y, size_t ldy, int32_t n_cols,
+                        const float *panels, size_t w, float *y, size_t ldy, int32_t n_cols,
                         bool resume)
 {
-    const w16_kernels *kv16 = p->geo.kv16;
-    const int32_t per_call = kv16 ? kv16->rows : p->geo.f32->rows;
+    const f32_kernels *f32 = p->geo.f32;
     const kernel_mode mode = resume ? KERNEL_RESUME : KERNEL_STORE;
-    for (int32_t r = 0; r < n_rows; r += per_call) {
+    for (int32_t r = 0; r < n_rows; r += f32->rows) {
         const float *rows[KERNEL_MAX_ROWS];
-        for (int32_t i = 0; i < per_call; i++)
+        for (int32_t i = 0; i < f32->rows; i++)
             rows[i] = x + (size_t)(r + i < n_rows ? r + i : n_rows - 1) * ldx;
-        const int32_t n = n_rows - r < per_call ? n_rows - r : per_call;
-        if (kv16)
-            kv16->fn(rows, k, (const uint16_t *)panels + w, false, y + (size_t)r * ldy, ldy, n,
-                     n_cols, mode);
-        else
-            p->geo.f32->fn(rows, k, (const float *)panels + w, 32, y + (size_t)r * ldy, ldy, n,
-                           n_cols, mode);
+        const int32_t n = n_rows - r < f32->rows ? n_rows - r : f32->rows;
+        f32->fn(rows, k, panels + w, 32, y + (size_t)r * ldy, ldy, n, n_cols, mode);
     }
 }
 

@@ -23,9 +23,9 @@
  *
  * Keys and values are f32, or f16 (16-bit attention, in the 16-bit and int8
  * precisions): each rounded once (kernels.h's f16_pack_fn) whether it comes
- * from the batch or from the cached rows (which then hold those bits), the
- * products then the 16-bit kernel's, with f32 queries, scores, softmax and
- * accumulation.
+ * from the batch or from the cached rows (which then hold those bits), then
+ * widened back to f32 (exactly) for the f32 kernel: the products of the f16
+ * values, with f32 queries, scores, softmax and accumulation.
  */
 #ifndef LMS_ATTENTION_H
 #define LMS_ATTENTION_H

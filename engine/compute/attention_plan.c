@@ -88,9 +88,8 @@ static lms_status finish_plan(attn_plan *p, attn_plan **out, lms_error *err)
     p->key_panels = (p->cached + p->n_rows + 31) / 32;
     p->value_panels = (p->geo.head_dim + 31) / 32;
     const size_t kv_panels = (size_t)p->geo.n_kv_heads * p->key_panels;
-    const size_t elem = p->geo.kv16 ? sizeof(uint16_t) : sizeof(float);
-    p->keys_t = lms_alloc(kv_panels * p->geo.head_dim * 32 * elem);
-    p->values = lms_alloc(kv_panels * p->value_panels * 32 * 32 * elem);
+    p->keys_t = lms_alloc(kv_panels * p->geo.head_dim * 32 * sizeof(float));
+    p->values = lms_alloc(kv_panels * p->value_panels * 32 * 32 * sizeof(float));
     if (!p->scratch || !p->keys_t || !p->values) {
         attn_plan_free(p);
         return lms_fail(err, LMS_ERR_NOMEM, NULL, NULL, "no memory for attention scratch");

@@ -45,10 +45,10 @@ struct attn_plan {
     int32_t max_shared;   /* most shared keys (cached included) */
     uint8_t *mask;        /* dense mode: [n_rows × n_rows], 1 = visible */
     int32_t key_panels;   /* panels of 32 keys over the cached and batch rows */
-    void *keys_t;         /* [n_kv_heads × key_panels × head_dim × 32]: Kᵀ by panel */
+    float *keys_t;        /* [n_kv_heads × key_panels × head_dim × 32]: Kᵀ by panel */
     int32_t value_panels; /* panels of 32 of head_dim */
-    void *values;         /* [n_kv_heads × value_panels × key_panels·32 × 32]: V by panel */
-    /* keys_t and values hold f32, or f16 bits when geo.kv16 */
+    float *values;        /* [n_kv_heads × value_panels × key_panels·32 × 32]: V by panel */
+    /* with geo.kv16, the f16 keys and values widened back to f32 */
     int n_threads;
     size_t scratch_floats; /* per thread */
     float *scratch;        /* [n_threads × scratch_floats], reused by every layer */

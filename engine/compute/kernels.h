@@ -133,6 +133,10 @@ typedef void w16_kernel_fn(const float *const *x, int32_t k, const uint16_t *pan
  * n: keys and values of 16-bit attention. */
 typedef void f16_pack_fn(const float *x, uint16_t *out, size_t n);
 
+/* out[i] = h[i] widened to f32 (exact; vcvtph2ps), i < n: 16-bit
+ * attention's keys and values as its f32 kernel multiplies them. */
+typedef void f16_widen_fn(const uint16_t *h, float *out, size_t n);
+
 /* mode: KERNEL_STORE or KERNEL_ACCUMULATE. */
 typedef void q8_kernel_fn(const q8_act_row *x, int32_t blocks, const q8_panel *w, float *y,
                           size_t ldy, int32_t n_rows, int32_t n_cols, kernel_mode mode);
@@ -163,6 +167,7 @@ typedef struct {
     int32_t rows;
     const char *isa;
     f16_pack_fn *to_f16;
+    f16_widen_fn *to_f32;
 } w16_kernels;
 
 typedef struct {

@@ -29,6 +29,7 @@
 #ifndef LMS_KERNELS_COMMON_H
 #define LMS_KERNELS_COMMON_H
 
+#include "half.h"
 #include "kernels.h"
 
 #define UNROLL _Pragma("GCC unroll 8")
@@ -106,6 +107,16 @@ INLINE void pack_f16(const float *x, uint16_t *out, size_t n)
         vf_store_f16(out + i, vf_max(bottom, vf_min(top, vf_load(x + i, left))), left);
     }
 }
+
+/* kernels.h's f16_widen_fn: whole vectors, then the rest one by one. */
+INLINE void widen_f16(const uint16_t *h, float *out, size_t n)
+{
+    size_t i = 0;
+    for (; i + VL <= n; i += VL)
+        vf_store(out + i, vf_load_w16(h + i, false), VL);
+    for (; i < n; i++)
+        out[i] = lms_f16_to_f32(h[i]);
+}
 #endif
 
 /* The tier's 16-bit kernels and descriptor, named for isa. */
@@ -123,6 +134,11 @@ INLINE void pack_f16(const float *x, uint16_t *out, size_t n)
     {                                                                                              \
         pack_f16(x, out, n);                                                                       \
     }                                                                                              \
-    const w16_kernels w16_kernels_##isa = {w16_kernel_##isa, DENSE_ROWS, #isa, pack_f16_##isa}
+    static void widen_f16_##isa(const uint16_t *h, float *out, size_t n)                           \
+    {                                                                                              \
+        widen_f16(h, out, n);                                                                      \
+    }                                                                                              \
+    const w16_kernels w16_kernels_##isa = {w16_kernel_##isa, DENSE_ROWS, #isa, pack_f16_##isa,     \
+                                           widen_f16_##isa}
 
 #endif

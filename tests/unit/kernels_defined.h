@@ -60,6 +60,13 @@ static inline void defined_to_f16(const float *x, uint16_t *out, size_t n)
         out[i] = lms_f32_to_f16(isnan(x[i]) ? x[i] : fminf(fmaxf(x[i], -65504.0f), 65504.0f));
 }
 
+/* kernels.h's f16_widen_fn. */
+static inline void defined_to_f32(const uint16_t *h, float *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = lms_f16_to_f32(h[i]);
+}
+
 /* kernels.h's quantiser, codes (1 or 2) codes per value. */
 static inline void defined_quantize(const float *x, int32_t k, int32_t blocks, int8_t *codes,
                                     float *scales, int32_t *comp, int n_codes)
@@ -188,7 +195,8 @@ static inline void define_family(const kernel_family *real, defined_family *out)
     out->f32 = (f32_kernels){defined_f32, real->f32->rows, real->f32->isa};
     out->family.f32 = &out->f32;
     if (real->w16) {
-        out->w16 = (w16_kernels){defined_w16, real->w16->rows, real->w16->isa, defined_to_f16};
+        out->w16 = (w16_kernels){defined_w16, real->w16->rows, real->w16->isa, defined_to_f16,
+                                 defined_to_f32};
         out->family.w16 = &out->w16;
     }
     if (real->q8) {
