@@ -296,16 +296,21 @@ static void count_outcome_locked(call *c, grpc_status_code code)
                           c->took_ns);
 }
 
-/* The end of a call: counted when its status was decided (end_call,
- * end_local) before anything stopped it, so that a client holding the
- * answer finds the call in the counters; counted here otherwise. */
+/* The outcome of a call that has ended: what its client or deadline made
+ * of it when either stopped it, else the status it was given (UNKNOWN for a
+ * call that was never given one). */
+static grpc_status_code outcome_of(const call *c, grpc_status_code decided)
+{
+    if (!atomic_load(&c->cancelled)) return decided;
+    return call_deadline_passed(c) ? GRPC_STATUS_DEADLINE_EXCEEDED : GRPC_STATUS_CANCELLED;
+}
+
+/* The end of a call: counted when it ended (end_call, end_local), so that a
+ * client holding the answer, or a reader that sees no call in flight, finds
+ * it in the counters; counted here for a call that never ended. */
 static void destroy(call *c)
 {
-    if (atomic_load(&c->cancelled))
-        count_outcome_locked(c, call_deadline_passed(c) ? GRPC_STATUS_DEADLINE_EXCEEDED
-                                                        : GRPC_STATUS_CANCELLED);
-    else
-        count_outcome_locked(c, c->finished ? c->status.code : GRPC_STATUS_UNKNOWN);
+    count_outcome_locked(c, outcome_of(c, c->finished ? c->status.code : GRPC_STATUS_UNKNOWN));
     grpc_status_code code = c->outcome;
     const char *reason = code == c->status.code ? c->status.reason : "";
     leave_admitted_locked(c); /* no lock needed: the last reference is gone */
@@ -404,16 +409,16 @@ static void on_status_done(cq_tag *tag, bool ok)
 }
 
 /* The first end of a call, whichever kind: its status kept, its outcome
- * counted (unless its client or deadline stopped it first: destroy counts
- * that) before its admission ends, so that a reader that sees no call in
- * flight sees this one counted. Caller holds mu. */
+ * counted (CANCELLED or DEADLINE_EXCEEDED when its client or deadline
+ * stopped it first) before its admission ends, so that a reader that sees
+ * no call in flight sees this one counted. Caller holds mu. */
 static void mark_ended_locked(call *c, const rpc_status *st)
 {
     c->finished = true;
     atomic_store(&c->ended, true);
     atomic_store(&g_last_end_ns, monotonic_ns());
     c->status = *st;
-    if (!atomic_load(&c->cancelled)) count_outcome_locked(c, st->code);
+    count_outcome_locked(c, outcome_of(c, st->code));
     leave_admitted_locked(c);
 }
 
