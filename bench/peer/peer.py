@@ -27,8 +27,9 @@ older than the f16 file), at the preset's projection std and at
   holding f16 weights as bf16 would multiply: the engine keeps f16 exact),
   against lmscore
   --precision f32 on the same file (lmscore-local): mean and max
-  |Δ logprob|, each label's Spearman correlation of the item ranking, top-1
-  agreement. Before them, a parity check: llama.cpp's f32 path against
+  |Δ logprob|, max and mean |Δ| of the scores with apply_softmax (the
+  softmax over the labels), each label's Spearman correlation of the item
+  ranking, top-1 agreement. Before them, a parity check: llama.cpp's f32 path against
   lmscore's f32 on the preset's f32 file.
 
 PEER_PARTS (default "speed accuracy"), PEER_THREADS (default "2"; a list
@@ -38,24 +39,21 @@ part's stds) pick subsets. Each bench_peer result is kept as
 OUT_DIR/peer-*.json. Prints Markdown (run.sh heads it with the machine and
 the command).
 """
-import json
 import os
 import statistics
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "precision"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "ggml"))
 import accuracy  # noqa: E402
+import llama  # noqa: E402
 import local  # noqa: E402
 from ggml_ref import Ggml  # noqa: E402
 
 QUERY_TOKENS, LABELS = 200, 4
 SPEED_ITEMS, ACCURACY_ITEMS, ITEM_TOKENS = 20, 100, 20
 ROUNDS = int(os.environ.get("PEER_ROUNDS", "3"))
-LIB_SUBDIR = os.path.join("ggml-ref", "node_modules", "@node-llama-cpp", "linux-x64", "bins",
-                          "linux-x64")
 # variant: (title, file stem of its f16, bf16, Q8_0 and Q4_K_M files)
 VARIANTS = {"preset": ("preset std (1/√fan_in)", "qwen3-0.6b"),
             "std0.02": ("projection std 0.02", "qwen3-0.6b-std0.02"),
@@ -114,20 +112,6 @@ def f16_as_bf16(build, stem):
     return dst
 
 
-def bench_peer(build, lib_dir, model, request, threads, isa, rounds, warmup, out_json,
-               extra=()):
-    cmd = [os.path.join(build, "bench", "bench_peer"), "--model", model, "--request", request,
-           "--llama-lib", lib_dir, "--threads", str(threads), "--isa", isa,
-           "--rounds", str(rounds), "--warmup", str(warmup), *extra]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        sys.exit("peer: %s failed (status %d): %s" % (" ".join(cmd), proc.returncode,
-                                                      proc.stderr[-1000:]))
-    with open(out_json, "w") as f:
-        f.write(proc.stdout)
-    return json.loads(proc.stdout)
-
-
 def cpu_isa(flags):
     if "amx_tile" in flags:
         return "AMX"
@@ -159,7 +143,7 @@ def speed_request(out):
                                SPEED_ITEMS, ITEM_TOKENS, LABELS, seed=QUERY_TOKENS)
 
 
-def speed(build, out, lib_dir, threads_list, isas):
+def speed(build, out, threads_list, isas):
     request = speed_request(out)
     cpu = "%s (%s)" % (local.cpu_name(), cpu_isa(local.cpu_flags()))
     print("\n### Speed: peer workload (%d-token query, %d items of %d tokens, %d labels), "
@@ -174,9 +158,9 @@ def speed(build, out, lib_dir, threads_list, isas):
         for isa in isas:
             for file_type in FILE_TYPES:
                 model = model_file(build, VARIANTS["preset"][1], file_type)
-                res = bench_peer(build, lib_dir, model, request, threads, isa, ROUNDS, 1,
-                                 os.path.join(out, "peer-speed-%s-t%d-%s.json"
-                                              % (file_type, threads, isa)))
+                res = llama.bench_peer(build, model, request, threads, isa, ROUNDS, 1,
+                                       os.path.join(out, "peer-speed-%s-t%d-%s.json"
+                                                    % (file_type, threads, isa)))
                 ls, es = res["llama"]["seconds"], res["lmscore"]["seconds"]
                 e = res["lmscore"]
                 features.add(res["llama"]["features"])
@@ -197,34 +181,35 @@ def per_label_spearman(cand, ref):
                              accuracy.ranks([row[j] for row in r])) for j in range(len(r[0]))]
 
 
-def parity(build, out, lib_dir, threads):
+def parity(build, out, threads):
     """llama.cpp's f32 path against lmscore's f32 on the f32 file of the
     preset's draws (models-precision): outputs at the right positions."""
     model = local.precision_model(build, "f32")
-    res = bench_peer(build, lib_dir, model, speed_request(out), threads, "auto", 1, 0,
-                     os.path.join(out, "peer-parity.json"),
-                     ("--precision", "f32", "--llama-attention", "f32"))
+    res = llama.bench_peer(build, model, speed_request(out), threads, "auto", 1, 0,
+                           os.path.join(out, "peer-parity.json"),
+                           ("--precision", "f32", "--llama-attention", "f32"))
     print("\nParity check: on `%s`, the peer workload's %d items, llama.cpp's f32 path (f32 K "
           "and V, no flash attention) against lmscore `--precision f32`: max |Δ logprob| "
           "%.2g.\n" % (os.path.basename(model), SPEED_ITEMS, res["max_abs_delta"]), flush=True)
 
 
-def accuracy_part(build, out, lib_dir, threads, variants):
+def accuracy_part(build, out, threads, variants):
     request = local.write_request(os.path.join(out, "peer-accuracy-request.json"), QUERY_TOKENS,
                                   ACCURACY_ITEMS, ITEM_TOKENS, LABELS, seed=ACCURACY_ITEMS)
     print("\n### Accuracy against lmscore's f32 on the same file (%d-token query, %d items of "
           "%d tokens, %d labels)" % (QUERY_TOKENS, ACCURACY_ITEMS, ITEM_TOKENS, LABELS))
-    parity(build, out, lib_dir, threads)
-    print("| weights | file | scorer | mean \\|Δ logprob\\| | max \\|Δ\\| | Spearman per label "
-          "(lowest first) | top-1 agreement |")
-    print("|---|---|---|---:|---:|---|---:|", flush=True)
+    parity(build, out, threads)
+    print("| weights | file | scorer | mean \\|Δ logprob\\| | max \\|Δ\\| | with softmax max / "
+          "mean \\|Δ\\| | Spearman per label (lowest first) | top-1 agreement |")
+    print("|---|---|---|---:|---:|---:|---|---:|", flush=True)
     os.environ["OMP_NUM_THREADS"] = str(threads)
     for variant in variants:
         title, stem = VARIANTS[variant]
         for file_type in FILE_TYPES:
             model = model_file(build, stem, file_type)
-            res = bench_peer(build, lib_dir, model, request, threads, "auto", 1, 0,
-                             os.path.join(out, "peer-accuracy-%s-%s.json" % (stem, file_type)))
+            res = llama.bench_peer(build, model, request, threads, "auto", 1, 0,
+                                   os.path.join(out, "peer-accuracy-%s-%s.json"
+                                                % (stem, file_type)))
             ref = local.score(build, model, request, "f32")
             sides = [("llama.cpp", res["llama"]),
                      ("lmscore `auto` (%s)" % res["lmscore"]["precision"], res["lmscore"])]
@@ -237,15 +222,16 @@ def accuracy_part(build, out, lib_dir, threads, variants):
             for name, cand in sides:
                 m = accuracy.compare(cand, ref)
                 rho = sorted(per_label_spearman(cand, ref))
-                print("| %s | %s | %s | %.5f | %.4f | %s | %.0f%% |"
-                      % (title, file_type, name, m["mean"], m["max"],
-                         " / ".join("%.5f" % x for x in rho), 100 * m["top1"]), flush=True)
+                print("| %s | %s | %s | %.5f | %.4f | %.4f / %.5f | %s | %.0f%% |"
+                      % (title, file_type, name, m["mean"], m["max"], m["softmax_max"],
+                         m["softmax_mean"], " / ".join("%.5f" % x for x in rho),
+                         100 * m["top1"]), flush=True)
 
 
 def main():
     build, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
-    lib_dir = os.path.join(os.path.abspath(build), LIB_SUBDIR)
+    lib_dir = llama.lib_dir(build)
     if not os.path.isdir(lib_dir):
         sys.exit("peer: no llama.cpp libraries at %s (cmake --build %s --target ggml-ref)"
                  % (lib_dir, build))
@@ -257,9 +243,9 @@ def main():
     for variant in sorted(needed):
         ensure_q4_k_m(build, lib_dir, VARIANTS[variant][1])
     if "speed" in parts:
-        speed(build, out, lib_dir, threads_list, isas)
+        speed(build, out, threads_list, isas)
     if "accuracy" in parts:
-        accuracy_part(build, out, lib_dir, threads_list[0], variants)
+        accuracy_part(build, out, threads_list[0], variants)
 
 
 if __name__ == "__main__":
