@@ -5,7 +5,8 @@
  * details, a refusal of an oversized message before any handler sees it,
  * an unknown method, and the layer's counts settling once calls are over;
  * and calls another door opens (call_open): their end into the sink, once,
- * the reply's size limit, the client going away, and the shutdown's end.
+ * the reply's size limit, the client going away (its CANCELLED counted
+ * before its admission ends), and the shutdown's end.
  */
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
@@ -24,6 +25,7 @@
 
 #include "call.h"
 #include "lmscore/v1/score.pb-c.h"
+#include "metrics.h"
 #include "server.h"
 
 #define MAX_MESSAGE 4096
@@ -378,6 +380,39 @@ static void test_an_opened_call_stops_when_its_client_goes_or_the_server_ends_it
     assert_int_equal(call_layer_wait_idle(5000), 0);
 }
 
+/* A call its client stopped, ended by its work while a reference is still
+ * held (the HTTP exchange's): once nothing is in flight, the metrics hold
+ * its CANCELLED outcome already, not only when the last reference goes. */
+static void test_a_stopped_call_is_counted_before_its_admission_ends(void **state)
+{
+    (void)state;
+    static metrics_detail before, after;
+    const int method = metrics_method_index(local.path);
+    metrics_detail_get(&before);
+    sunk s = {0};
+    call *c = open_local(&s);
+    call_admit(c);
+    call_ref(c); /* the exchange's reference, given back after the end */
+    call_cancel(c);
+    rpc_status st;
+    call_stopped_status(c, &st);
+    call_finish(c, &st);
+    assert_int_equal(s.ends, 1);
+    assert_int_equal(s.code, GRPC_STATUS_CANCELLED);
+    metrics_snapshot snap;
+    metrics_snapshot_get(&snap);
+    assert_int_equal(snap.in_flight_calls, 0);
+    assert_int_equal(call_layer_admitted(), 0);
+    metrics_detail_get(&after);
+    assert_int_equal(after.finished[method][GRPC_STATUS_CANCELLED],
+                     before.finished[method][GRPC_STATUS_CANCELLED] + 1);
+    call_unref(c);
+    call_unref(c);
+    metrics_detail_get(&after); /* counted once */
+    assert_int_equal(after.finished[method][GRPC_STATUS_CANCELLED],
+                     before.finished[method][GRPC_STATUS_CANCELLED] + 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -389,6 +424,7 @@ int main(void)
         cmocka_unit_test(test_an_opened_call_ends_into_its_sink_once),
         cmocka_unit_test(test_an_opened_call_reply_over_the_limit_is_refused),
         cmocka_unit_test(test_an_opened_call_stops_when_its_client_goes_or_the_server_ends_it),
+        cmocka_unit_test(test_a_stopped_call_is_counted_before_its_admission_ends),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
