@@ -64,12 +64,13 @@ static void pack_kv(const attn_plan *p, const attn_io *io, int32_t g, int32_t pa
             k = key < c ? (const float *)io->ck + at : io->k + at;
             v = key < c ? (const float *)io->cv + at : io->v + at;
         } else if (key < n) {
-            const uint16_t *kh = (const uint16_t *)io->ck + at, *vh = (const uint16_t *)io->cv + at;
-            if (key >= c) {
+            const uint16_t *kh = k16, *vh = v16;
+            if (key < c) {
+                kh = (const uint16_t *)io->ck + at;
+                vh = (const uint16_t *)io->cv + at;
+            } else {
                 kv16->to_f16(io->k + at, k16, (size_t)hd);
                 kv16->to_f16(io->v + at, v16, (size_t)hd);
-                kh = k16;
-                vh = v16;
             }
             kv16->to_f32(kh, kw, (size_t)hd);
             kv16->to_f32(vh, vw, (size_t)hd);

@@ -67,8 +67,8 @@ static void build_mask(attn_plan *p, const attn_layout *l)
 
 /* Floats of scratch one thread needs (attention.c): the dense mode's block
  * of score rows over every key and one compacted row, or the segment mode's
- * piece of score rows (shared then own keys) and its own-key products
- * (whole panels of 32 keys). */
+ * score rows of a group of pieces (at most a block's rows; shared then own
+ * keys) and one piece's own-key products (whole panels of 32 keys). */
 static size_t thread_scratch_floats(const attn_plan *p)
 {
     const size_t keys = (size_t)(p->cached + p->n_rows);

@@ -296,9 +296,9 @@ static void count_outcome_locked(call *c, grpc_status_code code)
                           c->took_ns);
 }
 
-/* The outcome of a call that has ended: what its client or deadline made
- * of it when either stopped it, else the status it was given (UNKNOWN for a
- * call that was never given one). */
+/* The outcome a call is counted with: what its client or deadline made of
+ * it when either stopped it, else `decided`, the status it was given
+ * (UNKNOWN for a call that never ended). */
 static grpc_status_code outcome_of(const call *c, grpc_status_code decided)
 {
     if (!atomic_load(&c->cancelled)) return decided;
