@@ -29,8 +29,8 @@ older than the f16 file), at the preset's projection std and at
   --precision f32 on the same file (lmscore-local): mean and max
   |Δ logprob|, max and mean |Δ| of the scores with apply_softmax (the
   softmax over the labels), each label's Spearman correlation of the item
-  ranking, top-1 agreement. Before them, a parity check: llama.cpp's f32 path against
-  lmscore's f32 on the preset's f32 file.
+  ranking, top-1 agreement. Before them, a parity check: llama.cpp's f32
+  path against lmscore's f32 on the preset's f32 file.
 
 PEER_PARTS (default "speed accuracy"), PEER_THREADS (default "2"; a list
 runs each), PEER_ISA (default "auto"; "auto avx2" also runs lmscore's AVX2

@@ -143,32 +143,27 @@ def compare(cand, ref):
             "spearman": spearman, "top1": top1}
 
 
-def gate_bound(bound, kind, peers):
-    """A gate's bound: its number, or for a "peer" gate the metrics of the
-    run it names (peers: run -> its metrics against the same reference)."""
-    return peers[bound] if kind == "peer" else bound
-
-
-def missed_gates(m, gates, peers):
-    missed = []
-    for name, bound, kind in gates:
-        b = gate_bound(bound, kind, peers)
-        if (m[name] < b if kind == "min" else m[name] > (b[name] if kind == "peer" else b)):
-            missed.append(name if kind != "peer" else "%s vs llama.cpp" % name)
-    return missed
+def gate_bound(name, bound, kind, peers):
+    """A gate's bound: its number, or for a "peer" gate the same metric of
+    the run it names (peers: run -> its metrics against the same reference)."""
+    return peers[bound][name] if kind == "peer" else bound
 
 
 def verdict(m, gates, peers):
     if gates is None:
         return "reported"
-    missed = missed_gates(m, gates, peers)
+    missed = ["%s vs llama.cpp" % name if kind == "peer" else name
+              for name, bound, kind in gates
+              if (m[name] < gate_bound(name, bound, kind, peers) if kind == "min"
+                  else m[name] > gate_bound(name, bound, kind, peers))]
     return "**MISSED** (%s)" % ", ".join(missed) if missed else "pass"
 
 
 def gates_text(gates, peers):
     if gates is None:
         return "—"
-    return ", ".join("%s ≤ llama.cpp's %.4g" % (name, peers[bound][name]) if kind == "peer" else
+    return ", ".join("%s ≤ llama.cpp's %.4g" % (name, gate_bound(name, bound, kind, peers))
+                     if kind == "peer" else
                      "%s %s %g" % (name.replace("_", " "), "≤" if kind == "max" else "≥", bound)
                      for name, bound, kind in gates)
 
